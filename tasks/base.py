@@ -1,0 +1,85 @@
+"""What every task and sample looks like.
+
+A task is a small object with a name, a version and three jobs: make sample `index` at target
+length `length` (a pure function of task, version, length, index, seed, tokenizer and data),
+say where its data comes from (hashed, so results record it), and score a prediction.
+
+Changing a task's prompt, data generation or metric must bump its `version`: the version goes
+into every sample and result, so scores never change silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+Kind = Literal["generate", "loglikelihood", "perplexity"]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One prompt with its references. `prompt` = input + answer_prefix is what the model sees."""
+
+    task: str
+    version: str
+    length: int  # target budget L in tokens; 0 for tasks whose samples are not length-controlled
+    index: int  # sample number within (task, length): 0, 1, 2, ...
+    seed: int
+    input: str  # the filled template, without the answer prefix
+    answer_prefix: str
+    references: tuple[str, ...]
+    max_new_tokens: int
+    num_tokens: int  # tokens(input + answer_prefix), counting BOS when the tokenizer adds it
+    dataset_hash: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def prompt(self) -> str:
+        return self.input + self.answer_prefix
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["references"] = list(self.references)
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Sample":
+        d = dict(d)
+        d["references"] = tuple(d["references"])
+        return cls(**d)
+
+
+class Task:
+    """Base class for tasks. Subclasses set the class attributes and implement the methods."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    family: ClassVar[str] = ""
+    kind: ClassVar[Kind] = "generate"
+    metric: ClassVar[str] = ""  # metric name, recorded in results
+    max_new_tokens: ClassVar[int] = 0
+    length_controlled: ClassVar[bool] = True  # False: samples come from a fixed dataset
+
+    def check_available(self) -> None:
+        """Raise harness.errors.TaskUnavailable (naming the fix) when a data source is missing."""
+
+    def dataset_hash(self) -> str:
+        """Hash of the data sources' contents (essays, SQuAD files, ...); '' when none are used."""
+        return ""
+
+    def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+        """Sample `index` at target `length`; deterministic given the arguments and the data."""
+        raise NotImplementedError
+
+    def num_samples_available(self, length: int) -> int | None:
+        """For dataset-backed tasks, how many samples exist; None when unbounded."""
+        return None
+
+    def score(self, prediction: str, sample: Sample) -> float:
+        """Score in [0, 1] for one prediction (aggregates report x100)."""
+        raise NotImplementedError

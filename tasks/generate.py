@@ -1,0 +1,97 @@
+"""Generating samples, with an on-disk cache keyed by content.
+
+A cached set is reused only when everything that shapes its bytes is the same: task name and
+version, length, seed, tokenizer fingerprint and the data sources' hash. Samples are stored per
+index, so any subset or order regenerates the same bytes and fills the cache incrementally.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from tasks.base import Sample, Task
+from tasks.tokenization import tokenizer_fingerprint
+
+DEFAULT_SEED = 42
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "longctx-harness")) / "samples"
+
+
+def cache_key(task: Task, length: int, seed: int, tokenizer) -> str:
+    parts = {
+        "task": task.name,
+        "version": task.version,
+        "length": length,
+        "seed": seed,
+        "tokenizer": tokenizer_fingerprint(tokenizer),
+        "data": task.dataset_hash(),
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _cache_path(cache_dir: Path, task: Task, length: int, key: str) -> Path:
+    return cache_dir / task.name / str(length) / f"{key}.jsonl"
+
+
+def _read_cache(path: Path) -> dict[int, Sample]:
+    out: dict[int, Sample] = {}
+    if not path.exists():
+        return out
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                s = Sample.from_dict(json.loads(line))
+            except (ValueError, TypeError, KeyError):
+                return {}  # a torn or foreign cache file is rebuilt, never trusted
+            out[s.index] = s
+    return out
+
+
+def _write_cache(path: Path, samples: dict[int, Sample]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        for i in sorted(samples):
+            f.write(samples[i].to_json() + "\n")
+    os.replace(tmp, path)  # atomic: concurrent writers never leave a torn file
+
+
+def generate_samples(
+    task: Task,
+    length: int,
+    indices: list[int] | range,
+    tokenizer,
+    seed: int = DEFAULT_SEED,
+    cache_dir: Path | None = None,
+    progress=None,
+) -> list[Sample]:
+    """Samples `indices` of `task` at `length`, from the cache where present.
+
+    `progress`, when given, is called with the number of samples finished so far.
+    `cache_dir=None` uses the default cache; pass `False` to disable caching.
+    """
+    task.check_available()
+    indices = list(indices)
+    key = cache_key(task, length, seed, tokenizer)
+    path = _cache_path(Path(cache_dir) if cache_dir else default_cache_dir(), task, length, key) if cache_dir is not False else None
+    cached = _read_cache(path) if path else {}
+    new: dict[int, Sample] = {}
+    for n, i in enumerate(indices):
+        if i not in cached and i not in new:
+            new[i] = task.sample(length, i, seed, tokenizer)
+        if progress:
+            progress(n + 1)
+    if path and new:
+        cached = {**_read_cache(path), **new}
+        _write_cache(path, cached)
+    merged = {**cached, **new}
+    return [merged[i] for i in indices]

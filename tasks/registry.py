@@ -1,0 +1,87 @@
+"""Task and suite registry.
+
+Task families register themselves when their module is imported; `get_task` imports the
+family modules on first use so `harness --help` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from harness.errors import UserError
+from tasks.base import Task
+
+_TASKS: dict[str, type[Task]] = {}
+_SUITES: dict[str, list[str]] = {}
+_SUITE_HELP: dict[str, str] = {}
+
+# Family modules that register tasks/suites on import. Missing modules are skipped, so a family
+# can land in its own change.
+_FAMILY_MODULES = ["tasks.ruler", "tasks.longbench", "tasks.icl", "tasks.short", "tasks.ppl", "tasks.suites"]
+_loaded = False
+
+
+def register_task(cls: type[Task]) -> type[Task]:
+    """Class decorator: make a task reachable by name."""
+    assert cls.name not in _TASKS or _TASKS[cls.name] is cls, f"task {cls.name} registered twice"
+    _TASKS[cls.name] = cls
+    return cls
+
+
+def register_suite(name: str, task_names: list[str], help: str = "") -> None:
+    _SUITES[name] = list(task_names)
+    _SUITE_HELP[name] = help
+
+
+def _load_families() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for mod in _FAMILY_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:  # a family that exists but lacks a dependency is a real error
+                raise
+
+
+def all_tasks() -> dict[str, type[Task]]:
+    _load_families()
+    return dict(_TASKS)
+
+
+def all_suites() -> dict[str, list[str]]:
+    _load_families()
+    return {k: list(v) for k, v in _SUITES.items()}
+
+
+def get_task(name: str) -> Task:
+    _load_families()
+    if name not in _TASKS:
+        raise UserError(f"unknown task {name!r}: choose from {', '.join(sorted(_TASKS))}")
+    return _TASKS[name]()
+
+
+def resolve_tasks(suite: str | None, tasks: list[str] | None = None, exclude: list[str] | None = None) -> list[str]:
+    """Task names from --suite, --tasks and --exclude (comma lists already split)."""
+    _load_families()
+    if tasks:
+        names = list(dict.fromkeys(tasks))
+    elif suite:
+        if suite not in _SUITES:
+            raise UserError(f"unknown suite {suite!r}: choose from {', '.join(sorted(_SUITES))}")
+        names = list(_SUITES[suite])
+    else:
+        raise UserError("no tasks chosen: pass --suite NAME or --tasks a,b,c")
+    for n in names + list(exclude or []):
+        if n not in _TASKS:
+            raise UserError(f"unknown task {n!r}: choose from {', '.join(sorted(_TASKS))}")
+    names = [n for n in names if n not in set(exclude or [])]
+    if not names:
+        raise UserError("--exclude removed every task: nothing to run")
+    return names
+
+
+def split_csv(value: str | None) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else []
