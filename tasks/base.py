@@ -83,3 +83,12 @@ class Task:
     def score(self, prediction: str, sample: Sample) -> float:
         """Score in [0, 1] for one prediction (aggregates report x100)."""
         raise NotImplementedError
+
+    def evaluate_with_runner(self, runner, length: int, indices: list[int], seed: int, tokenizer) -> list[dict[str, Any]]:
+        """For kinds other than "generate" (loglikelihood suites, perplexity, lm-eval adapters).
+
+        Returns one dict per index: {"index", "prediction", "score" (0..1), "metadata"}; the
+        evaluation loop stores them like generated results. "generate" tasks never use this:
+        the loop builds their samples with tasks.generate and calls runner.generate + score.
+        """
+        raise NotImplementedError
