@@ -1,0 +1,343 @@
+"""Per-sample records -> the aggregated results.json (docs/contracts.md), as a reducer over checkpoints.
+
+    from harness.aggregate import aggregate, write_results, load_results
+    results = aggregate(store.records(), suites, run, provenance)   # pure: no I/O
+    write_results("results/anchor/results.json", results)           # atomic replace
+
+The math, in order (scores are x100):
+  1. cell score  = mean of the sample scores of one (task, length, checkpoint);
+  2. per task x length: mean, sample std (ddof=1; 0.0 with one checkpoint), min, max over checkpoints;
+  3. suite (and category) average at a length: within each checkpoint, the mean over the tasks
+     evaluated at that length, then the same statistics over checkpoints. Only checkpoints that
+     have every one of those tasks at that length take part (a partly evaluated checkpoint would
+     average a different task set), so `n` may be below the run's checkpoint count;
+  4. Avg / wAvg(inc) / wAvg(dec): within each checkpoint, the mean of its per-length averages with
+     weights 1 / 1..n / n..1 over the suite's lengths in increasing order, normalised by their sum;
+     then statistics over checkpoints. Present only when every suite length has an average (an
+     Avg over fewer lengths would not compare with other runs), else absent;
+  5. effective length: the largest evaluated L such that the checkpoint-mean average is above
+     (strictly greater than) the threshold at every evaluated length <= L; else value null and
+     label "below the first length".
+Excluded and unavailable tasks are listed and never averaged (as zeros or otherwise); every
+average says how many of the suite's tasks it covers (tasks_covered / tasks_total).
+
+Fields beyond the contract: per-stat `num_samples_range` when checkpoints have different sample
+counts; suite `per_task_summary` {task: {avg, wavg_inc, wavg_dec}}; summary `lengths_covered` /
+`lengths_total`; checkpoint labels in `per_step` are the step, or the path for a step-less
+(hub) checkpoint or when two checkpoints share a step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import defaultdict
+from pathlib import Path
+
+from harness.errors import UserError
+from tasks.lengths import format_length
+
+SCHEMA_VERSION = 1
+DEFAULT_THRESHOLD = 85.6
+BELOW_FIRST = "below the first length"
+
+
+def _record_key(r: dict) -> tuple:
+    c = r["checkpoint"]
+    return (c["fingerprint"], r["task"], r["task_version"], r["length"], r["index"], r["seed"])
+
+
+def checkpoints_from_records(records: list[dict]) -> list[dict]:
+    """The run's checkpoints when only records are known (re-aggregating a store).
+
+    A path evaluated under two fingerprints was re-trained in place: the fingerprint whose
+    records come last in the store is the current one.
+    """
+    last_seen: dict[str, tuple[int, dict]] = {}
+    for i, r in enumerate(records):
+        c = r["checkpoint"]
+        last_seen[c["fingerprint"]] = (i, c)
+    by_path: dict[str, tuple[int, dict]] = {}
+    for i, c in last_seen.values():
+        if c["path"] not in by_path or by_path[c["path"]][0] < i:
+            by_path[c["path"]] = (i, c)
+    ckpts = [{"path": c["path"], "step": c.get("step"), "fingerprint": c["fingerprint"], "training": None} for _, c in by_path.values()]
+    ckpts.sort(key=lambda c: (c["step"] is not None, c["step"] if c["step"] is not None else 0, c["path"]))
+    return ckpts
+
+
+def checkpoint_labels(ckpts: list[dict]) -> dict[str, str]:
+    """fingerprint -> the label per_step uses: the step, else the path, else path@fingerprint."""
+    labels = {c["fingerprint"]: str(c["step"]) if c.get("step") is not None else c["path"] for c in ckpts}
+    for fallback in (lambda c: c["path"], lambda c: f"{c['path']}@{c['fingerprint'][:8]}"):
+        counts = defaultdict(int)
+        for v in labels.values():
+            counts[v] += 1
+        for c in ckpts:
+            if counts[labels[c["fingerprint"]]] > 1:
+                labels[c["fingerprint"]] = fallback(c)
+    return labels
+
+
+def _stats(per_ckpt: dict[str, float], ckpts: list[dict], labels: dict[str, str]) -> dict:
+    """Statistics over checkpoints; per_ckpt maps fingerprint -> value (run order kept)."""
+    order = [c for c in ckpts if c["fingerprint"] in per_ckpt]
+    vals = [per_ckpt[c["fingerprint"]] for c in order]
+    n = len(vals)
+    assert n > 0
+    mean = sum(vals) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1)) if n > 1 else 0.0
+    return {
+        "mean": mean, "std": std, "min": min(vals), "max": max(vals), "n": n,
+        "steps": [c.get("step") for c in order],
+        "per_step": {labels[c["fingerprint"]]: per_ckpt[c["fingerprint"]] for c in order},
+    }
+
+
+def _weighted(values: list[float], weights: list[int]) -> float:
+    return sum(w * v for w, v in zip(weights, values)) / sum(weights)
+
+
+def effective_length(per_length: dict[str, dict], lengths: list[int], threshold: float) -> dict:
+    """Largest evaluated L with the checkpoint-mean average > threshold at every evaluated L' <= L."""
+    evaluated = [L for L in sorted(lengths) if str(L) in per_length]
+    value = None
+    for L in evaluated:
+        if per_length[str(L)]["mean"] > threshold:
+            value = L
+        else:
+            break
+    if not evaluated:
+        label = "no length evaluated"
+    else:
+        label = format_length(value) if value is not None else BELOW_FIRST
+    return {"threshold": threshold, "value": value, "label": label}
+
+
+def _group_average(tasks: list[str], cell: dict, lengths: list[int], ckpt_fps: list[str]) -> dict[int, tuple[list[str], dict[str, float]]]:
+    """For each length: (tasks covered, {fingerprint: mean over those tasks}) for complete checkpoints."""
+    out = {}
+    for L in lengths:
+        covered = [t for t in tasks if any((t, L, fp) in cell for fp in ckpt_fps)]
+        if not covered:
+            continue
+        per_ckpt = {
+            fp: sum(cell[(t, L, fp)] for t in covered) / len(covered)
+            for fp in ckpt_fps
+            if all((t, L, fp) in cell for t in covered)
+        }
+        if per_ckpt:
+            out[L] = (covered, per_ckpt)
+    return out
+
+
+def _summaries(per_len: dict[int, dict[str, float]], lengths: list[int], ckpts, labels) -> dict:
+    """avg / wavg_inc / wavg_dec over all `lengths`, within each checkpoint then over checkpoints."""
+    if not lengths or any(L not in per_len for L in lengths):
+        return {}
+    fps = [c["fingerprint"] for c in ckpts if all(c["fingerprint"] in per_len[L] for L in lengths)]
+    if not fps:
+        return {}
+    n = len(lengths)
+    inc, dec = list(range(1, n + 1)), list(range(n, 0, -1))
+    out = {}
+    for name, weights in (("avg", [1] * n), ("wavg_inc", inc), ("wavg_dec", dec)):
+        per_ckpt = {fp: _weighted([per_len[L][fp] for L in lengths], weights) for fp in fps}
+        out[name] = _stats(per_ckpt, ckpts, labels)
+    return out
+
+
+def _aggregate_suite(spec: dict, cell: dict, counts: dict, ckpts, labels, threshold: float) -> dict:
+    tasks = list(spec["tasks"])
+    excluded = list(spec.get("excluded") or [])
+    unavailable = dict(spec.get("unavailable") or {})
+    lengths = sorted(int(L) for L in spec["lengths"])
+    fps = [c["fingerprint"] for c in ckpts]
+    skip = set(excluded) | set(unavailable)
+    evaluated = [t for t in tasks if t not in skip and any((t, L, fp) in cell for L in lengths for fp in fps)]
+
+    per_task: dict[str, dict] = {}
+    per_task_summary: dict[str, dict] = {}
+    for t in evaluated:
+        per_task[t] = {}
+        task_len: dict[int, dict[str, float]] = {}
+        for L in lengths:
+            per_ckpt = {fp: cell[(t, L, fp)] for fp in fps if (t, L, fp) in cell}
+            if not per_ckpt:
+                continue
+            task_len[L] = per_ckpt
+            stats = _stats(per_ckpt, ckpts, labels)
+            num = [counts[(t, L, fp)] for fp in per_ckpt]
+            stats["num_samples"] = min(num)
+            if min(num) != max(num):
+                stats["num_samples_range"] = [min(num), max(num)]
+            per_task[t][str(L)] = stats
+        summary = _summaries(task_len, lengths, ckpts, labels)
+        if summary:
+            per_task_summary[t] = summary
+
+    total = len(tasks)
+    suite_len = _group_average(evaluated, cell, lengths, fps)
+    per_length = {}
+    for L, (covered, per_ckpt) in suite_len.items():
+        per_length[str(L)] = {**_stats(per_ckpt, ckpts, labels), "tasks_covered": len(covered), "tasks_total": total}
+
+    covered_everywhere = [t for t in evaluated if all(L in suite_len and t in suite_len[L][0] for L in lengths)]
+    summary = _summaries({L: pc for L, (_, pc) in suite_len.items()}, lengths, ckpts, labels)
+    summary["effective_length"] = effective_length(per_length, lengths, threshold)
+    summary["tasks_covered"] = len(covered_everywhere)
+    summary["tasks_total"] = total
+    summary["lengths_covered"] = len(suite_len)
+    summary["lengths_total"] = len(lengths)
+
+    out = {
+        "tasks": tasks, "evaluated": evaluated, "excluded": excluded, "unavailable": unavailable,
+        "lengths": lengths, "per_task": per_task, "per_length": per_length, "summary": summary,
+        "per_task_summary": per_task_summary,
+    }
+    categories = spec.get("categories")
+    if categories:
+        out["categories"] = {}
+        for cat, cat_tasks in categories.items():
+            cat_eval = [t for t in cat_tasks if t in evaluated]
+            out["categories"][cat] = {
+                str(L): {**_stats(per_ckpt, ckpts, labels), "tasks_covered": len(covered), "tasks_total": len(cat_tasks)}
+                for L, (covered, per_ckpt) in _group_average(cat_eval, cell, lengths, fps).items()
+            }
+    return out
+
+
+def aggregate(records: list[dict], suites: dict[str, dict], run: dict, provenance: dict,
+              threshold: float = DEFAULT_THRESHOLD) -> dict:
+    """The results.json dict (see the module docstring for the math)."""
+    run = dict(run)
+    ckpts = [dict(c) for c in run.get("checkpoints") or checkpoints_from_records(records)]
+    run["checkpoints"] = ckpts
+    labels = checkpoint_labels(ckpts)
+    known = set(labels)
+
+    sums: dict[tuple, float] = defaultdict(float)
+    counts: dict[tuple, int] = defaultdict(int)
+    seen: set[tuple] = set()
+    for r in records:
+        fp = r["checkpoint"]["fingerprint"]
+        k = _record_key(r)
+        if fp not in known or k in seen:  # another (older) checkpoint, or a duplicate record
+            continue
+        seen.add(k)
+        cell_key = (r["task"], int(r["length"]), fp)
+        sums[cell_key] += float(r["score"])
+        counts[cell_key] += 1
+    cell = {k: 100.0 * sums[k] / counts[k] for k in sums}
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run": run,
+        "provenance": dict(provenance),
+        "suites": {name: _aggregate_suite(spec, cell, counts, ckpts, labels, threshold) for name, spec in suites.items()},
+    }
+
+
+def apply_threshold(results: dict, threshold: float) -> dict:
+    """The same results with every suite's effective length recomputed for another threshold."""
+    out = json.loads(json.dumps(results))
+    for suite in out["suites"].values():
+        suite.setdefault("summary", {})["effective_length"] = effective_length(suite.get("per_length", {}), suite.get("lengths", []), threshold)
+    return out
+
+
+def write_results(path: str | Path, results: dict) -> None:
+    """Write results.json atomically (a reader never sees half a file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "w") as f:
+        json.dump(results, f, indent=2, allow_nan=False)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def load_results(path: str | Path) -> dict:
+    """Read results.json; UserError when missing, corrupt, foreign or from a newer harness."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise UserError(f"results file {path} not found: pass a results.json written by harness eval, or its run directory") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read results file {path} ({exc.__class__.__name__}): pass a results.json written by harness eval") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        store = path.parent / "samples.jsonl"
+        fix = f"see its scores with `harness report {store}`" if store.is_file() else "re-run harness eval to write it"
+        raise UserError(f"results file {path} is corrupt (not JSON): {fix}") from None
+    if not (isinstance(data, dict) and isinstance(data.get("schema_version"), int) and isinstance(data.get("suites"), dict)):
+        raise UserError(f"{path} is not a harness results file (no schema_version/suites): pass a results.json written by harness eval")
+    if data["schema_version"] > SCHEMA_VERSION:
+        raise UserError(f"{path} has results schema_version {data['schema_version']}, this harness reads {SCHEMA_VERSION}: upgrade the harness")
+    return data
+
+
+def _merged(values: list) -> object:
+    """One value when all records agree, else a "mixed: ..." note (mixed settings move scores)."""
+    distinct = []
+    for v in values:
+        if v not in distinct:
+            distinct.append(v)
+    if len(distinct) == 1:
+        return distinct[0]
+    return "mixed: " + ", ".join(map(str, distinct))
+
+
+def results_from_store(path: str | Path, threshold: float = DEFAULT_THRESHOLD, suite_tasks: dict[str, list[str]] | None = None) -> dict:
+    """Re-aggregate a samples.jsonl without the eval command's suite settings.
+
+    suite_tasks gives each suite's full task list (the registry's); a suite's tasks without
+    records are listed as unavailable ("no results in the store"), because the store does not
+    say whether they were excluded or missing. Lengths are those present in the records.
+    """
+    from harness.store import read_store
+
+    header, records = read_store(path)
+    if not records:
+        raise UserError(f"results store {path} has no records yet: run harness eval first")
+    suite_order: dict[str, list[str]] = {}
+    suite_lengths: dict[str, set[int]] = defaultdict(set)
+    for r in records:
+        tasks = suite_order.setdefault(r.get("suite") or "tasks", [])
+        if r["task"] not in tasks:
+            tasks.append(r["task"])
+        suite_lengths[r.get("suite") or "tasks"].add(int(r["length"]))
+    suites = {}
+    for name, seen in suite_order.items():
+        full = list((suite_tasks or {}).get(name) or [])
+        if not set(seen) <= set(full):
+            full = seen
+        suites[name] = {
+            "tasks": full, "excluded": [], "lengths": sorted(suite_lengths[name]),
+            "unavailable": {t: f"no results in {Path(path).name}" for t in full if t not in seen},
+        }
+    ckpts = checkpoints_from_records(records)
+    current = {c["fingerprint"] for c in ckpts}
+    used = [r for r in records if r["checkpoint"]["fingerprint"] in current]
+    paths = [c["path"] for c in ckpts]
+    parents = {os.path.dirname(p) for p in paths}
+    run = {"name": _merged([r.get("run") for r in used]), "model": parents.pop() if len(parents) == 1 else None,
+           "mode": None, "checkpoints": ckpts}
+    settings = [r.get("settings") or {} for r in used]
+    prov = {"package_version": header.get("package_version"), "git_hash": header.get("git_hash")}
+    for key in ("backend", "dtype", "batch_size", "max_model_len", "rope_theta", "rope_scaling", "template", "truncation", "tokenizer"):
+        prov[key] = _merged([s.get(key) for s in settings])
+    hashes: dict[str, list] = defaultdict(list)
+    for r in used:
+        if r.get("dataset_hash") is not None and r["dataset_hash"] not in hashes[r["task"]]:
+            hashes[r["task"]].append(r["dataset_hash"])
+    prov["dataset_hashes"] = {t: h[0] if len(h) == 1 else h for t, h in hashes.items()}
+    prov["seed"] = _merged(sorted({r["seed"] for r in used}))
+    prov["created"] = header.get("created")
+    prov["source"] = f"re-aggregated from {path}"
+    return aggregate(used, suites, run, prov, threshold)

@@ -1,0 +1,104 @@
+"""`harness eval`: evaluate checkpoints x tasks x lengths, resumable, averaged over checkpoints.
+
+    harness eval --ckpts 'runs/anchor/ckpt-<1950..2000>' --suite ruler --lengths 4k-128k
+    harness eval --ckpts 'runs/anchor/ckpt-*' --last 5 --suite ruler --backend vllm --tensor-parallel-size 2
+    harness eval --embedded          # builds 5 tiny checkpoints under runs/embedded/ and evaluates them on CPU
+
+Per-sample results go to <out>/samples.jsonl (default out: results/<name>); the same command
+re-run resumes where a killed run stopped. The averaged table is printed and written to
+<out>/results.json (`harness report <out>` re-prints it). The loop is harness/evaluate.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from harness.errors import UserError
+
+HELP = "evaluate checkpoints on suites x lengths (vLLM or transformers), resumable, averaged over checkpoints"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("what to evaluate")
+    g.add_argument("--ckpts", metavar="SPEC", help="checkpoints: path with <A..B> step range, glob, comma list or hub name")
+    g.add_argument("--last", type=int, metavar="N", help="keep only the last N checkpoints by step")
+    g.add_argument("--embedded", action="store_true",
+                   help="build 5 tiny random checkpoints under runs/embedded/ (if absent) and evaluate them on "
+                        "RULER tasks needing no data at 1k,2k; other flags override")
+    g.add_argument("--suite", help="suite name (e.g. ruler, ruler-llama2)")
+    g.add_argument("--tasks", metavar="A,B", help="comma list of tasks (instead of a suite)")
+    g.add_argument("--exclude", metavar="A,B", help="tasks to leave out (listed as excluded in the results)")
+    g.add_argument("--lengths", metavar="SPEC", help="lengths, e.g. 4k-128k or 1k,4k (default 4k-128k)")
+    g.add_argument("--samples", type=int, metavar="N", help="samples per task and length (default 500, RULER's)")
+    g.add_argument("--seed", type=int, default=42, help="sample generation seed (default 42)")
+    g = p.add_argument_group("runner")
+    g.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="transformers (default) or vLLM")
+    g.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
+                   help="model dtype (default: the checkpoint's)")
+    g.add_argument("--batch-size", type=int, default=8, help="transformers batch size (default 8)")
+    g.add_argument("--max-model-len", type=int, metavar="N", help="context to run with (default: config max_position_embeddings)")
+    g.add_argument("--rope-theta", type=float, metavar="THETA", help="override the config's rope theta (recorded)")
+    g.add_argument("--rope-scaling", metavar="JSON", help='override rope scaling, e.g. \'{"rope_type": "yarn", "factor": 4.0}\'')
+    g.add_argument("--tensor-parallel-size", type=int, default=1, metavar="N", help="GPUs per engine (vLLM)")
+    g.add_argument("--data-parallel", type=int, default=1, metavar="N", help="evaluate N checkpoints at once (one engine each)")
+    g.add_argument("--ray-address", metavar="ADDR", help="spread --data-parallel workers over a Ray cluster (needs ray)")
+    g.add_argument("--chat-template", action="store_true", help="wrap prompts in the tokenizer's chat template (off: base-model prompting)")
+    g = p.add_argument_group("output and data")
+    g.add_argument("--name", help="run name (default: the checkpoints' parent folder)")
+    g.add_argument("--out", metavar="DIR", help="store + results directory (default results/<name>); re-run to resume")
+    g.add_argument("--threshold", type=float, help="effective-length threshold (default 85.6)")
+    g.add_argument("--cache-dir", metavar="DIR", help="sample cache directory ('none' disables it)")
+    g.add_argument("--essays", metavar="PATH", help="Paul Graham essays (file or dir) for essay haystacks")
+    g.add_argument("--squad", metavar="PATH", help="SQuAD v2 dev JSON for qa_1")
+    g.add_argument("--hotpotqa", metavar="PATH", help="HotpotQA dev (distractor) JSON for qa_2")
+    g.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def _rope_scaling(text: str | None) -> dict | None:
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UserError(f"--rope-scaling is not valid JSON ({exc}): write e.g. '{{\"rope_type\": \"yarn\", \"factor\": 4.0}}'") from None
+    if not isinstance(value, dict):
+        raise UserError("--rope-scaling must be a JSON object, e.g. '{\"rope_type\": \"linear\", \"factor\": 2.0}'")
+    return value
+
+
+def config_from_args(args: argparse.Namespace):
+    from harness.evaluate import DEFAULT_SAMPLES, EvalConfig, set_data_sources
+    from tasks.registry import split_csv
+
+    set_data_sources(args.essays, args.squad, args.hotpotqa)
+    ckpts, suite, tasks = args.ckpts, args.suite, split_csv(args.tasks)
+    lengths, samples = args.lengths, args.samples
+    if args.embedded:
+        from harness import embedded_eval
+
+        if not ckpts:
+            ckpts = embedded_eval.ensure_checkpoints()
+        if not suite and not tasks:
+            tasks = list(embedded_eval.TASKS)
+        lengths = lengths or embedded_eval.LENGTHS
+        samples = samples or embedded_eval.SAMPLES
+    if not ckpts:
+        raise UserError("no checkpoints: pass --ckpts SPEC (e.g. 'runs/anchor/ckpt-<1950..2000>') or --embedded")
+    return EvalConfig(
+        ckpts=ckpts, last=args.last, suite=suite, tasks=tasks, exclude=split_csv(args.exclude),
+        lengths=lengths or "4k-128k", samples=DEFAULT_SAMPLES if samples is None else samples, seed=args.seed,
+        backend=args.backend, dtype=args.dtype, batch_size=args.batch_size, max_model_len=args.max_model_len,
+        rope_theta=args.rope_theta, rope_scaling=_rope_scaling(args.rope_scaling),
+        tensor_parallel_size=args.tensor_parallel_size, data_parallel=args.data_parallel, ray_address=args.ray_address,
+        name=args.name or ("embedded" if args.embedded and not args.ckpts else None), out=args.out,
+        threshold=args.threshold, chat_template=args.chat_template, cache_dir=args.cache_dir,
+        progress=not args.no_progress,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.evaluate import run_eval
+
+    run_eval(config_from_args(args))
+    return 0

@@ -1,0 +1,1 @@
+"""Diagnostics of numerical behaviour; `harness diagnose rope` (see harness/diagnose/rope.py)."""

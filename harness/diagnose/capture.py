@@ -1,0 +1,198 @@
+"""Capturing q/k per layer from a Hugging Face model, without monkey patching.
+
+Three public mechanisms, all undone when their context exits:
+
+- `capture_attention(model, kernel, on_attention)`: registers an attention function through
+  transformers' `AttentionInterface` and switches the model to it. The function hands the
+  rotated (post-RoPE) q [B, H, L, D] and k [B, Hkv, L, D] of each layer to `on_attention(layer, q,
+  k)`, then computes the layer's output with the chosen kernel so the forward pass continues as
+  the model would run it: "eager" (matmul, float32 softmax, like transformers' eager path),
+  "sdpa" (torch scaled_dot_product_attention) or "varlen" (torch's FlashAttention varlen kernel,
+  CUDA only). Inputs are one unpadded sequence; the causal mask is applied by the kernel.
+- `capture_projections(model, on_projection)`: forward hooks on each attention layer's q/k
+  projections (or its q_norm/k_norm when the model has them) that hand the pre-RoPE q, k.
+- `rope_angles_fp64(model)`: a forward hook on the rotary embedding that recomputes cos/sin with
+  float64 angles (transformers computes them in float32 even for a float64 model).
+
+Callbacks run inside the forward pass; they see tensors on the model's device in its dtype.
+"""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+from contextlib import contextmanager
+
+from harness.errors import UserError
+
+KERNELS = ("eager", "sdpa", "varlen")
+_names = itertools.count()
+
+
+def attention_layers(model) -> list:
+    """The attention modules in layer order (those with q_proj, k_proj and a layer_idx)."""
+    found = [m for m in model.modules() if hasattr(m, "q_proj") and hasattr(m, "k_proj") and hasattr(m, "layer_idx")]
+    if not found:
+        raise UserError(
+            f"{type(model).__name__} has no Llama-style attention layers (q_proj/k_proj): "
+            "the RoPE diagnostic supports Llama, Mistral, Qwen and similar models"
+        )
+    return sorted(found, key=lambda m: m.layer_idx)
+
+
+def rotary_module(model):
+    """The model's single rotary embedding module (with inv_freq and attention_scaling)."""
+    found = [m for m in model.modules() if type(m).__name__.endswith("RotaryEmbedding") and hasattr(m, "inv_freq")]
+    if len(found) != 1:
+        raise UserError(
+            f"{type(model).__name__} has {len(found)} rotary embedding modules; the RoPE diagnostic "
+            "needs exactly one (a model with one RoPE for all layers)"
+        )
+    return found[0]
+
+
+def check_kernel(kernel: str, device) -> None:
+    """Raise UserError when `kernel` cannot run on `device`."""
+    if kernel not in KERNELS:
+        raise UserError(f"unknown attention kernel {kernel!r}: use one of {', '.join(KERNELS)}")
+    if kernel == "varlen":
+        import torch
+
+        if str(device).split(":")[0] != "cuda" or not torch.cuda.is_available():
+            raise UserError("the varlen kernel (FlashAttention varlen) runs only on CUDA: use --kernel eager or sdpa here")
+        try:
+            from torch.nn.attention.varlen import varlen_attn  # noqa: F401
+        except ImportError:
+            raise UserError("this torch has no torch.nn.attention.varlen: upgrade torch or use --kernel sdpa") from None
+
+
+def _repeat_kv(x, groups: int):
+    return x if groups == 1 else x.repeat_interleave(groups, dim=1)
+
+
+def _eager(query, key, value, scaling):
+    import torch
+
+    groups = query.shape[1] // key.shape[1]
+    key, value = _repeat_kv(key, groups), _repeat_kv(value, groups)
+    length = query.shape[2]
+    weights = torch.matmul(query, key.transpose(2, 3)) * scaling
+    # An additive mask, as transformers' eager path uses (a boolean mask would be added as 0/1).
+    future = torch.ones(length, length, dtype=torch.bool, device=query.device).triu(1)
+    weights = weights.masked_fill(future, torch.finfo(weights.dtype).min)
+    weights = torch.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+def _sdpa(query, key, value, scaling):
+    import torch
+
+    groups = query.shape[1] // key.shape[1]
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query, _repeat_kv(key, groups), _repeat_kv(value, groups), is_causal=True, scale=scaling
+    )
+    return out.transpose(1, 2).contiguous(), None
+
+
+def _varlen(query, key, value, scaling):
+    import torch
+
+    batch, _, length, _ = query.shape
+    assert batch == 1, "the diagnostic runs one sequence at a time"
+    cu = torch.tensor([0, length], dtype=torch.int32, device=query.device)
+    try:  # the training module's kernel (flash-attn when installed, else torch's varlen_attn)
+        from training.attention.varlen import attention as training_varlen
+    except ImportError:
+        training_varlen = None
+    if training_varlen is not None:
+        module = SimpleNamespace(training=False)
+        return training_varlen(module, query, key, value, None, scaling=scaling, cu_seq_lens_q=cu, cu_seq_lens_k=cu,
+                               max_length_q=length, max_length_k=length)
+    from torch.nn.attention.varlen import varlen_attn
+
+    out = varlen_attn(
+        query[0].transpose(0, 1).contiguous(), key[0].transpose(0, 1).contiguous(), value[0].transpose(0, 1).contiguous(),
+        cu, cu, length, length, scale=scaling, window_size=(-1, 0), enable_gqa=query.shape[1] != key.shape[1],
+    )
+    return out.unsqueeze(0), None
+
+
+_KERNEL_FNS = {"eager": _eager, "sdpa": _sdpa, "varlen": _varlen}
+
+
+@contextmanager
+def capture_attention(model, kernel: str, on_attention):
+    """Run `model` with `kernel` and call on_attention(layer_idx, q, k) with post-RoPE q/k."""
+    from transformers import AttentionInterface
+
+    compute = _KERNEL_FNS[kernel]
+
+    def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+        # No mask function is registered for this name, so transformers builds none: causal
+        # masking is the kernel's job, which is right for one unpadded sequence.
+        assert attention_mask is None and query.shape[0] == 1, "the diagnostic feeds one unpadded sequence"
+        on_attention(module.layer_idx, query, key)
+        return compute(query, key, value, module.scaling if scaling is None else scaling)
+
+    name = f"harness_diagnose_{next(_names)}"
+    AttentionInterface.register(name, attention)
+    previous = model.config._attn_implementation
+    model.set_attn_implementation(name)
+    if model.config._attn_implementation != name:
+        raise UserError(f"{type(model).__name__} does not dispatch attention through AttentionInterface; it cannot be diagnosed")
+    try:
+        yield
+    finally:
+        model.set_attn_implementation(previous)
+
+
+@contextmanager
+def capture_projections(model, on_projection):
+    """Call on_projection(layer_idx, q, k) with the pre-RoPE q [B, H, L, D] and k [B, Hkv, L, D]."""
+    handles = []
+    pending: dict[int, dict] = {}
+
+    def hook_for(layer: int, which: str, head_dim: int):
+        def hook(_module, _args, output):
+            batch, length = output.shape[0], output.shape[1]
+            part = pending.setdefault(layer, {})
+            part[which] = output.detach().reshape(batch, length, -1, head_dim).transpose(1, 2)
+            if len(part) == 2:
+                on_projection(layer, pending.pop(layer)["q"], part["k"])
+
+        return hook
+
+    try:
+        for attn in attention_layers(model):
+            head_dim = attn.head_dim
+            # Models with per-head q/k norms (Qwen3, OLMo2) rotate the normed vectors.
+            q_mod = getattr(attn, "q_norm", None) or attn.q_proj
+            k_mod = getattr(attn, "k_norm", None) or attn.k_proj
+            handles.append(q_mod.register_forward_hook(hook_for(attn.layer_idx, "q", head_dim)))
+            handles.append(k_mod.register_forward_hook(hook_for(attn.layer_idx, "k", head_dim)))
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+@contextmanager
+def rope_angles_fp64(model):
+    """Make the model's rotary embedding return cos/sin computed from float64 angles."""
+    import torch
+
+    rotary = rotary_module(model)
+
+    def hook(module, args, kwargs, output):
+        x = args[0] if args else kwargs["x"]
+        position_ids = args[1] if len(args) > 1 else kwargs["position_ids"]
+        freqs = position_ids.to(torch.float64)[..., None] * module.inv_freq.to(device=x.device, dtype=torch.float64)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        scale = module.attention_scaling
+        return (emb.cos() * scale).to(x.dtype), (emb.sin() * scale).to(x.dtype)
+
+    handle = rotary.register_forward_hook(hook, with_kwargs=True)
+    try:
+        yield
+    finally:
+        handle.remove()

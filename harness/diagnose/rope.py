@@ -1,0 +1,325 @@
+"""The RoPE relative-position check of arXiv:2411.13476, Section 2 (Eq. 4 and 5, Figure 1).
+
+Run it through the CLI: `harness diagnose rope --ckpt PATH --out DIR` (harness/commands/diagnose.py),
+or call `measure(model, samples, Settings(...), "bf16")` on a loaded model.
+
+RoPE makes the logit q_i·k_j depend only on i − j, so adding the same shift Δ to every position
+id should not change attention. What this module measures (positions Δ, Δ+1, …, Δ+L−1):
+
+  D(X, Δ1, Δ2) = Σ_{l,h} Σ_{j=1..L} n_j Σ_{i=1..L} |ATTN^{l,h}_ij(X, Δ1) − ATTN^{l,h}_ij(X, Δ2)|
+                 with n = [1/L, 1/(L−1), …, 1], i.e. n_j = 1/(L − j + 1)              (Eq. 4)
+
+  where ATTN is the causal softmax attention matrix (rows i = queries, columns j = keys), so n_j
+  divides column j by its number of unmasked entries.
+
+  per-token difference at key position j: Σ_{l,h} n_j Σ_i |ATTN_ij(Δ1) − ATTN_ij(Δ2)|, the terms
+  of Eq. 4 before the sum over j (they add up to D); reported for Δ1 = 0 (Figure 1, middle).
+
+  D_logit = (1/T) Σ_{l,h} Σ_{i=1..T} |A^{l,h}_{i,1}(Δ1) − A^{l,h}_{i,1}(Δ2)|                (Eq. 5)
+
+  with A the logits as softmax sees them, q_i·k_j/√d (the model's scaling), for the first key
+  j = 1, Δ1 = 0, Δ2 = --delta2, at each length T of `logit_lengths` (Figure 1, right).
+
+Two measurements per (checkpoint, dtype), both averaged over text samples:
+
+- "model": the model runs at Δ2 and then at each Δ1, in its dtype and with the chosen kernel;
+  q/k are captured after RoPE in every layer (so errors carried through earlier layers count) and
+  the rows are rebuilt from them. The logit product is taken at the precision of the kernel:
+  the model dtype for eager (a bf16 matmul), at least float32 for sdpa/varlen (FlashAttention-style
+  fp32 scores). Softmax and differences are always in float64.
+- "sources": the pre-RoPE q/k captured in the Δ2 run are fixed, and RoPE plus the logit product
+  are redone by harness.diagnose.precision with each error source alone at the model's precision
+  (the rest float64), all of them low, and none (baseline). interaction = all_low − Σ single.
+
+Memory stays bounded: rows are built one layer at a time, in blocks of query rows sized by
+`max_bytes`, never a layers × heads × L × L tensor.
+
+Legend: q_HLD = H heads × L positions × head dim D; cols_HL = per-head column sums.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.errors import UserError
+from harness.diagnose.capture import attention_layers, capture_attention, capture_projections, rope_angles_fp64, rotary_module
+from harness.diagnose.precision import HIGH, SOURCES, Precision, apply_rope, canonical_dtype, logits, low_precision, rope_cos_sin
+
+# Figure 1 (left): Δ1 values with Δ2 = 16 fixed.
+DEFAULT_SHIFTS = (0, 2, 4, 6, 8, 10, 12, 14, 15, 17, 18, 20, 22, 50, 100, 200, 500, 1000, 2000)
+DEFAULT_DELTA2 = 16
+# Figure 1 (right): the sequence lengths of the logit difference.
+DEFAULT_LOGIT_LENGTHS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
+PER_TOKEN_DELTA1 = 0
+LOGIT_DELTA1 = 0
+
+
+@dataclass(frozen=True)
+class Settings:
+    shifts: tuple[int, ...] = DEFAULT_SHIFTS
+    delta2: int = DEFAULT_DELTA2
+    seq_len: int = 4096
+    logit_lengths: tuple[int, ...] = DEFAULT_LOGIT_LENGTHS
+    kernel: str = "eager"
+    rope_angles: str = "model"  # "model": transformers' own (float32) angles; "fp64": recomputed in float64
+    sources: bool = True
+    max_bytes: int = 1 << 28  # working memory of one block of attention rows
+
+    def needed_length(self) -> int:
+        return max([self.seq_len, *self.logit_lengths])
+
+
+@dataclass
+class LayerDiff:
+    cols_HL: object  # Σ_i |P1_ij − P2_ij| per head and key position j (float64)
+    logit_first_H: object  # Σ_i |A1_i1 − A2_i1| per head (float64)
+
+    def head_d(self):
+        """Eq. 4 restricted to this layer, per head."""
+        return (self.cols_HL * key_weights(self.cols_HL.shape[-1], self.cols_HL.device)).sum(-1)
+
+
+def key_weights(length: int, device=None):
+    """n = [1/L, 1/(L−1), …, 1]: column j (0-based) of a causal L×L matrix has L − j entries."""
+    import torch
+
+    return 1.0 / torch.arange(length, 0, -1, dtype=torch.float64, device=device)
+
+
+def model_product(kernel: str, dtype: str) -> str:
+    """Precision of the q·k product each kernel uses for a model in `dtype`."""
+    d = canonical_dtype(dtype)
+    if kernel == "eager" or d in ("fp32", "fp64"):
+        return d
+    return "fp32"  # sdpa / FlashAttention accumulate and keep scores in float32
+
+
+def _expand_kv(k_HLD, num_heads: int):
+    groups = num_heads // k_HLD.shape[0]
+    return k_HLD if groups == 1 else k_HLD.repeat_interleave(groups, dim=0)
+
+
+def attention_difference(q1_HLD, k1_HLD, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = 1 << 28) -> LayerDiff:
+    """Column sums of |softmax rows(Δ1) − softmax rows(Δ2)| for one layer, in blocks of rows.
+
+    k may have fewer (grouped) heads than q. Softmax and differences are in float64.
+    """
+    import torch
+
+    num_heads, length, _ = q1_HLD.shape
+    k1_HLD, k2_HLD = _expand_kv(k1_HLD, num_heads), _expand_kv(k2_HLD, num_heads)
+    device = q1_HLD.device
+    cols_HL = torch.zeros(num_heads, length, dtype=torch.float64, device=device)
+    logit_first_H = torch.zeros(num_heads, dtype=torch.float64, device=device)
+    # About five float64 [H, rows, L] tensors live at once (two logits, two probabilities, diff).
+    rows = max(1, min(length, max_bytes // (5 * 8 * num_heads * length)))
+    keys = torch.arange(length, device=device)
+    for r0 in range(0, length, rows):
+        r1 = min(length, r0 + rows)
+        future = keys[None, :r1] > keys[r0:r1, None]  # [rows, r1]: keys after the query
+        a1 = logits(q1_HLD[:, r0:r1], k1_HLD[:, :r1], scaling, product)
+        a2 = logits(q2_HLD[:, r0:r1], k2_HLD[:, :r1], scaling, product)
+        logit_first_H += (a1[..., 0] - a2[..., 0]).abs().sum(-1)
+        p1 = torch.softmax(a1.masked_fill_(future, float("-inf")), dim=-1)
+        p2 = torch.softmax(a2.masked_fill_(future, float("-inf")), dim=-1)
+        cols_HL[:, :r1] += (p1 - p2).abs_().sum(1)
+    return LayerDiff(cols_HL, logit_first_H)
+
+
+def first_logit_difference(q1_HLD, k1_HLD, q2_HLD, k2_HLD, scaling: float, product: str):
+    """Σ_i |A1_i1 − A2_i1| per head: the first-key logits only (Eq. 5 before the 1/T)."""
+    num_heads = q1_HLD.shape[0]
+    a1 = logits(q1_HLD, _expand_kv(k1_HLD[:, :1], num_heads), scaling, product)[..., 0]
+    a2 = logits(q2_HLD, _expand_kv(k2_HLD[:, :1], num_heads), scaling, product)[..., 0]
+    return (a1 - a2).abs().sum(-1)
+
+
+@dataclass
+class _Sample:
+    """One text sample's results."""
+
+    d: list = field(default_factory=list)  # D per shift
+    d_layer: list = field(default_factory=list)  # [shift][layer]
+    per_token: object = None  # [L] for Δ1 = PER_TOKEN_DELTA1
+    d_logit: list = field(default_factory=list)  # per logit length
+    sources: dict = field(default_factory=dict)  # config name -> D per shift
+
+
+def source_configs(model_dtype: str) -> dict[str, Precision]:
+    """baseline (all float64), each source alone at the model's precision, and all of them."""
+    low = low_precision(model_dtype)
+    configs = {"baseline": HIGH}
+    for s in SOURCES:
+        configs[s] = HIGH.with_(**{s: getattr(low, s)})
+    configs["all_low"] = low
+    return configs
+
+
+class _Recorder:
+    """The callbacks of one model: stores the Δ2 run, compares each Δ1 run against it."""
+
+    def __init__(self, scaling: float, product: str, max_bytes: int):
+        self.scaling, self.product, self.max_bytes = scaling, product, max_bytes
+        self.mode = "off"
+        self.ref: dict[int, tuple] = {}
+        self.pre: dict[int, tuple] = {}
+        self.layer_diffs: dict[int, LayerDiff] = {}
+        self.logit_first = 0.0
+        self.want_pre = False
+
+    def on_attention(self, layer, q, k):
+        q, k = q[0], k[0]
+        if self.mode == "store":
+            self.ref[layer] = (q, k)
+        elif self.mode == "compare":
+            self.layer_diffs[layer] = attention_difference(q, k, *self.ref[layer], self.scaling, self.product, self.max_bytes)
+        elif self.mode == "store_first":
+            self.ref[layer] = (q, k[:, :1])
+        elif self.mode == "compare_first":
+            self.logit_first += float(first_logit_difference(q, k, *self.ref[layer], self.scaling, self.product).sum())
+
+    def on_projection(self, layer, q, k):
+        if self.mode == "store" and self.want_pre:
+            self.pre[layer] = (q[0], k[0])
+
+
+def measure(model, samples, settings: Settings, model_dtype: str, progress: bool = True) -> dict:
+    """Run the diagnostic on `model` (already in `model_dtype`, eval mode) over token-id samples.
+
+    Each sample is a list of at least settings.needed_length() token ids. Returns the JSON-ready
+    result of harness.diagnose.report's "runs" entries (without the checkpoint name).
+    """
+    import contextlib
+
+    import torch
+    from tqdm.auto import tqdm
+
+    model_dtype = canonical_dtype(model_dtype)
+    layers = attention_layers(model)
+    num_layers, scaling = len(layers), layers[0].scaling
+    device = next(model.parameters()).device
+    base = getattr(model, model.base_model_prefix, model)
+    product = model_product(settings.kernel, model_dtype)
+    rec = _Recorder(scaling, product, settings.max_bytes)
+    rec.want_pre = settings.sources
+    rotary = rotary_module(model) if settings.sources else None
+    if rotary is not None and rotary.inv_freq.numel() * 2 != layers[0].head_dim:
+        raise UserError("partial rotary embeddings are not supported by the source decomposition: pass --no-sources")
+    shifts, delta2, seq_len = list(settings.shifts), settings.delta2, settings.seq_len
+    configs = source_configs(model_dtype)
+
+    def forward(ids, shift: int, mode: str):
+        rec.mode = mode
+        positions = torch.arange(shift, shift + ids.shape[1], device=device)[None]
+        base(input_ids=ids, position_ids=positions, use_cache=False)
+        rec.mode = "off"
+
+    per_sample: list[_Sample] = []
+    runs_per_sample = 1 + len(shifts) + 2 * len(settings.logit_lengths)
+    bar = tqdm(total=len(samples) * runs_per_sample, desc=f"rope diagnostic {model_dtype}", disable=not progress, unit="pass")
+    with contextlib.ExitStack() as stack, torch.no_grad():
+        stack.enter_context(capture_attention(model, settings.kernel, rec.on_attention))
+        if settings.sources:
+            stack.enter_context(capture_projections(model, rec.on_projection))
+        if settings.rope_angles == "fp64":
+            stack.enter_context(rope_angles_fp64(model))
+        for tokens in samples:
+            res = _Sample()
+            ids = torch.tensor([tokens[:seq_len]], device=device)
+            forward(ids, delta2, "store")
+            bar.update()
+            for shift in shifts:
+                rec.layer_diffs = {}
+                forward(ids, shift, "compare")
+                heads = [rec.layer_diffs[i].head_d().sum().item() for i in range(num_layers)]
+                res.d_layer.append(heads)
+                res.d.append(sum(heads))
+                if shift == PER_TOKEN_DELTA1:
+                    cols = sum(rec.layer_diffs[i].cols_HL.sum(0) for i in range(num_layers))
+                    res.per_token = (cols * key_weights(seq_len, device)).cpu().tolist()
+                bar.update()
+            rec.layer_diffs = {}
+            rec.ref = {}
+            if settings.sources:
+                res.sources = _sources(rec.pre, rotary, scaling, shifts, delta2, configs, settings.max_bytes)
+                rec.pre = {}
+            for length in settings.logit_lengths:
+                part = torch.tensor([tokens[:length]], device=device)
+                forward(part, delta2, "store_first")
+                rec.logit_first = 0.0
+                forward(part, LOGIT_DELTA1, "compare_first")
+                res.d_logit.append(rec.logit_first / length)
+                rec.ref = {}
+                bar.update(2)
+            per_sample.append(res)
+    bar.close()
+    return _summarise(per_sample, settings, configs, model_dtype, product, num_layers, layers)
+
+
+def _sources(pre, rotary, scaling, shifts, delta2, configs, max_bytes) -> dict[str, list[float]]:
+    """D per shift for each precision config, from the fixed pre-RoPE q/k of every layer."""
+    import torch
+
+    out = {name: [0.0] * len(shifts) for name in configs}
+    device = rotary.inv_freq.device
+    inv_freq, attention_scaling = rotary.inv_freq, rotary.attention_scaling
+    cache: dict = {}
+
+    def cos_sin(shift, angles, length):
+        key = (shift, angles)
+        if key not in cache:
+            positions = torch.arange(shift, shift + length, device=device)
+            cache[key] = rope_cos_sin(positions, inv_freq, attention_scaling, angles)
+        return cache[key]
+
+    for layer in sorted(pre):
+        q, k = (t.to(torch.float64) for t in pre[layer])
+        length = q.shape[1]
+        for name, prec in configs.items():
+            q2 = apply_rope(q, *cos_sin(delta2, prec.angles, length), prec.rotated)
+            k2 = apply_rope(k, *cos_sin(delta2, prec.angles, length), prec.rotated)
+            for s, shift in enumerate(shifts):
+                cos, sin = cos_sin(shift, prec.angles, length)
+                diff = attention_difference(apply_rope(q, cos, sin, prec.rotated), apply_rope(k, cos, sin, prec.rotated),
+                                            q2, k2, scaling, prec.product, max_bytes)
+                out[name][s] += diff.head_d().sum().item()
+    return out
+
+
+def _stats(rows: list[list[float]]) -> tuple[list[float], list[float]]:
+    """Mean and sample std (ddof=1; 0 with one sample) over samples, per column."""
+    import statistics
+
+    cols = list(zip(*rows))
+    mean = [statistics.fmean(c) for c in cols]
+    std = [statistics.stdev(c) if len(c) > 1 else 0.0 for c in cols]
+    return mean, std
+
+
+def _summarise(per_sample, settings, configs, model_dtype, product, num_layers, layers) -> dict:
+    attn = layers[0]
+    d_mean, d_std = _stats([s.d for s in per_sample])
+    layer_mean = [_stats([s.d_layer[i] for s in per_sample])[0] for i in range(len(settings.shifts))]
+    out = {
+        "dtype": model_dtype,
+        "product": product,
+        "model": {"layers": num_layers, "heads": attn.config.num_attention_heads,
+                  "kv_heads": attn.config.num_key_value_heads, "head_dim": attn.head_dim},
+        "num_samples": len(per_sample),
+        "D": {"shifts": list(settings.shifts), "delta2": settings.delta2, "mean": d_mean, "std": d_std,
+              "per_sample": [s.d for s in per_sample], "per_layer_mean": layer_mean},
+    }
+    if per_sample and per_sample[0].per_token is not None:
+        out["per_token"] = {"delta1": PER_TOKEN_DELTA1, "delta2": settings.delta2,
+                            "mean": _stats([s.per_token for s in per_sample])[0]}
+    if settings.logit_lengths:
+        lm, ls = _stats([s.d_logit for s in per_sample])
+        out["D_logit"] = {"delta1": LOGIT_DELTA1, "delta2": settings.delta2, "lengths": list(settings.logit_lengths),
+                          "mean": lm, "std": ls}
+    if settings.sources:
+        src = {"shifts": list(settings.shifts), "precisions": {n: p.__dict__ for n, p in configs.items()}}
+        for name in configs:
+            src[name] = _stats([s.sources[name] for s in per_sample])[0]
+        src["interaction"] = [a - sum(src[s][i] for s in SOURCES) for i, a in enumerate(src["all_low"])]
+        out["sources"] = src
+    return out

@@ -1,0 +1,384 @@
+"""The evaluation loop: checkpoints x tasks x lengths -> per-sample store -> results.json + table.
+
+    from harness.evaluate import EvalConfig, run_eval
+    results = run_eval(EvalConfig(ckpts="runs/anchor/ckpt-<1950..2000>", suite="ruler", lengths="4k-128k"))
+
+(`harness eval` is the command-line front; see harness/commands/eval.py.)
+
+Order of work, so every user mistake surfaces before any model is loaded:
+  1. plan: select checkpoints (same tokenizer), open the store (an unreadable one is an error),
+     resolve tasks (missing data -> "unavailable", listed, never scored 0), build every sample
+     with tasks.generate (cached on disk, shared by all checkpoints), and check that every prompt
+     plus its tokens to generate fits each checkpoint's context;
+  2. run: per checkpoint, the samples whose store key is absent go to the runner (vLLM gets them
+     all at once; transformers one batch at a time) and each finished batch is scored and
+     appended to the store, so a killed run loses at most the batch in flight and a re-run of the
+     same command recomputes nothing finished; `--data-parallel N` hands whole checkpoints to N
+     workers (harness/parallel.py);
+  3. report: aggregate the store's records of this plan (harness.aggregate), write results.json,
+     print the table.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import TaskUnavailable, UserError
+from harness.runners.base import GenerationRequest, RunnerSettings
+from tasks.lengths import format_length
+
+DEFAULT_SAMPLES = 500  # RULER's num_samples
+DATA_ENV = {"essays": "HARNESS_ESSAYS", "squad": "HARNESS_SQUAD", "hotpotqa": "HARNESS_HOTPOTQA"}
+
+
+@dataclass
+class EvalConfig:
+    """Everything `harness eval` takes; field names follow the flags."""
+
+    ckpts: str
+    lengths: str = "4k-128k"
+    suite: str | None = None
+    tasks: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    last: int | None = None
+    samples: int = DEFAULT_SAMPLES
+    seed: int = 42
+    backend: str = "hf"
+    dtype: str = "auto"
+    batch_size: int = 8
+    max_model_len: int | None = None
+    rope_theta: float | None = None
+    rope_scaling: dict | None = None
+    tensor_parallel_size: int = 1
+    data_parallel: int = 1
+    ray_address: str | None = None
+    name: str | None = None
+    out: str | None = None
+    threshold: float | None = None
+    chat_template: bool = False
+    cache_dir: str | None = None
+    progress: bool = True
+
+
+@dataclass
+class WorkItem:
+    """One sample to run for one checkpoint (picklable: workers receive these)."""
+
+    task: object  # tasks.base.Task
+    sample: object  # tasks.base.Sample
+    prompt: str
+    num_tokens: int
+
+
+@dataclass
+class RunnerWork:
+    """A (task, length) of a non-"generate" task: the task drives the runner itself."""
+
+    task: object
+    length: int
+    indices: list[int]
+
+
+@dataclass
+class CheckpointJob:
+    """All pending work of one checkpoint; a data-parallel worker takes whole jobs."""
+
+    ckpt: object  # harness.checkpoints.Checkpoint
+    items: list[WorkItem]
+    runner_work: list[RunnerWork]
+    settings: RunnerSettings
+    record_base: dict  # run, suite, seed, settings: shared fields of every record
+    store_path: str
+    seed: int
+    progress: bool = True
+
+    @property
+    def size(self) -> int:
+        return len(self.items) + sum(len(w.indices) for w in self.runner_work)
+
+
+@dataclass
+class Plan:
+    cfg: EvalConfig
+    ckpts: list
+    name: str
+    out: Path
+    suite_label: str
+    suite_tasks: list[str]
+    tasks: list  # available Task objects, in suite order
+    unavailable: dict[str, str]
+    lengths: list[int]
+    tokenizer_fp: str
+    jobs: list[CheckpointJob]
+    planned_keys: set[tuple]
+    dataset_hashes: dict[str, str]
+    contexts: dict[str, int]  # checkpoint fingerprint -> context used
+
+
+# --------------------------------------------------------------------------------------------
+# 1. plan
+# --------------------------------------------------------------------------------------------
+def set_data_sources(essays: str | None, squad: str | None, hotpotqa: str | None) -> None:
+    """--essays/--squad/--hotpotqa reach the task data loaders through these env vars."""
+    for key, value in (("essays", essays), ("squad", squad), ("hotpotqa", hotpotqa)):
+        if value:
+            os.environ[DATA_ENV[key]] = str(Path(value).expanduser())
+
+
+def _chat_prompt(tokenizer, sample) -> str:
+    """The task input as the user turn, the answer prefix after the assistant header."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise UserError("--chat-template given but the tokenizer has no chat template: drop the flag for base models")
+    text = tokenizer.apply_chat_template([{"role": "user", "content": sample.input}], tokenize=False, add_generation_prompt=True)
+    return text + sample.answer_prefix
+
+
+def _record_key(ckpt, task, length: int, index: int, seed: int) -> tuple:
+    from harness.store import ResultStore
+
+    return ResultStore.key({"checkpoint": {"fingerprint": ckpt.fingerprint}, "task": task.name,
+                            "task_version": task.version, "length": length, "index": index, "seed": seed})
+
+
+def _resolve_tasks(cfg: EvalConfig):
+    from tasks.registry import all_suites, get_task, resolve_tasks
+
+    names = resolve_tasks(cfg.suite, cfg.tasks or None, cfg.exclude or None)
+    if cfg.suite and not cfg.tasks:
+        label, full = cfg.suite, all_suites()[cfg.suite]
+    else:
+        label, full = cfg.suite or "custom", list(names) + [t for t in cfg.exclude if t not in names]
+    tasks, unavailable = [], {}
+    for n in names:
+        task = get_task(n)
+        try:
+            task.check_available()
+        except TaskUnavailable as exc:
+            unavailable[n] = str(exc)
+            continue
+        tasks.append(task)
+    if not tasks:
+        raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
+    return label, full, tasks, unavailable
+
+
+def plan_eval(cfg: EvalConfig) -> Plan:
+    """Everything up to the first model load; raises UserError on any bad input."""
+    from harness.checkpoints import check_same_tokenizer, run_name_default, select_checkpoints
+    from harness.runners.common import check_tokenizer_present, context_length
+    from harness.store import ResultStore
+    from tasks.generate import generate_samples
+    from tasks.lengths import parse_lengths
+    from tasks.tokenization import load_tokenizer, tokenizer_fingerprint
+
+    if cfg.samples < 1:
+        raise UserError(f"--samples {cfg.samples}: pass a positive number of samples")
+    if cfg.batch_size < 1:
+        raise UserError(f"--batch-size {cfg.batch_size}: pass a positive batch size")
+    if cfg.data_parallel < 1 or cfg.tensor_parallel_size < 1:
+        raise UserError("--data-parallel and --tensor-parallel-size must be positive")
+    lengths = parse_lengths(cfg.lengths)
+    ckpts = select_checkpoints(cfg.ckpts, cfg.last)
+    check_same_tokenizer(ckpts)
+    for c in ckpts:
+        check_tokenizer_present(c.path)
+    label, full, tasks, unavailable = _resolve_tasks(cfg)
+    name = cfg.name or run_name_default(ckpts)
+    out = Path(cfg.out) if cfg.out else Path("results") / name
+    store = ResultStore(out / "samples.jsonl")  # foreign / corrupt store: StoreError, before any work
+    done = store.done_keys()
+
+    tokenizer = load_tokenizer(ckpts[0].path)
+    tok_fp = tokenizer_fingerprint(tokenizer)
+    contexts = {c.fingerprint: context_length(c.path, cfg.max_model_len) for c in ckpts}
+    min_ctx = min(contexts.values())
+    tightest = next(c for c in ckpts if contexts[c.fingerprint] == min_ctx)
+    fix = "drop that length from --lengths, or run past the trained length with --max-model-len and --rope-scaling/--rope-theta"
+    for L in lengths:
+        if L > min_ctx and any(t.length_controlled for t in tasks):
+            raise UserError(f"length {format_length(L)} ({L} tokens) is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}")
+
+    settings = RunnerSettings(
+        backend=cfg.backend, dtype=cfg.dtype, batch_size=cfg.batch_size, max_model_len=cfg.max_model_len,
+        rope_theta=cfg.rope_theta, rope_scaling=cfg.rope_scaling, tensor_parallel_size=cfg.tensor_parallel_size,
+        chat_template=cfg.chat_template,
+    )
+    gen_items: list[tuple] = []  # (task, length, sample, prompt, num_tokens)
+    runner_work: list[RunnerWork] = []
+    planned: set[tuple] = set()
+    hashes: dict[str, str] = {}
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(tasks) * len(lengths), desc="samples", unit="set", disable=not cfg.progress, file=sys.stderr)
+    for task in tasks:
+        task_lengths = lengths if task.length_controlled else [0]
+        hashes[task.name] = task.dataset_hash()
+        for L in task_lengths:
+            avail = task.num_samples_available(L)
+            n = cfg.samples if avail is None else min(cfg.samples, avail)
+            indices = list(range(n))
+            planned.update(_record_key(c, task, L, i, cfg.seed) for c in ckpts for i in indices)
+            if task.kind != "generate":
+                runner_work.append(RunnerWork(task, L, indices))
+                bar.update(1)
+                continue
+            cache = False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
+            for s in generate_samples(task, L, indices, tokenizer, seed=cfg.seed, cache_dir=cache):
+                if cfg.chat_template:
+                    prompt = _chat_prompt(tokenizer, s)
+                    from harness.runners.common import prompt_ids
+
+                    num = len(prompt_ids(tokenizer, prompt))
+                else:
+                    prompt, num = s.prompt, s.num_tokens
+                if num + s.max_new_tokens > min_ctx:
+                    raise UserError(
+                        f"{task.name} at length {format_length(L)}: sample {s.index} needs {num} prompt tokens + "
+                        f"{s.max_new_tokens} to generate > context {min_ctx} of {tightest.path}: {fix}"
+                    )
+                gen_items.append((task, L, s, prompt, num))
+            bar.update(1)
+    bar.close()
+
+    record_settings = {
+        "backend": cfg.backend, "dtype": cfg.dtype, "batch_size": cfg.batch_size, "max_model_len": None,
+        "rope_theta": cfg.rope_theta, "rope_scaling": cfg.rope_scaling,
+        "template": "chat" if cfg.chat_template else "none", "truncation": "none", "tokenizer": tok_fp,
+    }
+    jobs = []
+    for c in ckpts:
+        items = [WorkItem(t, s, p, n) for t, L, s, p, n in gen_items if _record_key(c, t, L, s.index, cfg.seed) not in done]
+        rw = []
+        for w in runner_work:
+            todo = [i for i in w.indices if _record_key(c, w.task, w.length, i, cfg.seed) not in done]
+            if todo:
+                rw.append(RunnerWork(w.task, w.length, todo))
+        if items or rw:
+            base = {"run": name, "suite": label, "seed": cfg.seed,
+                    "settings": {**record_settings, "max_model_len": contexts[c.fingerprint]}}
+            jobs.append(CheckpointJob(c, items, rw, settings, base, str(store.path), cfg.seed, cfg.progress))
+    return Plan(cfg, ckpts, name, out, label, full, tasks, unavailable, lengths, tok_fp, jobs, planned, hashes, contexts)
+
+
+# --------------------------------------------------------------------------------------------
+# 2. run
+# --------------------------------------------------------------------------------------------
+def _record(job: CheckpointJob, task, length: int, index: int, prediction: str, score: float,
+            num_tokens: int | None, dataset_hash: str, metadata: dict) -> dict:
+    assert 0.0 <= score <= 1.0, f"{task.name} scored {score}, outside [0, 1]"
+    return {
+        "type": "sample", "run": job.record_base["run"], "checkpoint": job.ckpt.ref(), "suite": job.record_base["suite"],
+        "task": task.name, "task_version": task.version, "length": length, "index": index, "seed": job.seed,
+        "dataset_hash": dataset_hash, "prediction": prediction, "score": float(score), "metric": task.metric,
+        "num_tokens": num_tokens, "settings": job.record_base["settings"], "metadata": metadata,
+    }
+
+
+def run_job(job: CheckpointJob, position: int = 0, runner_factory=None) -> int:
+    """Evaluate one checkpoint's pending work, appending each finished batch; returns records added."""
+    from tqdm import tqdm
+
+    from harness.store import ResultStore
+
+    store = ResultStore(job.store_path)
+    done = store.done_keys()  # another worker or an earlier run may have finished some since planning
+    items = [it for it in job.items if _record_key(job.ckpt, it.task, it.sample.length, it.sample.index, job.seed) not in done]
+    if not items and not job.runner_work:
+        return 0
+    if runner_factory is None:
+        from harness.runners.registry import get_runner
+
+        runner_factory = get_runner
+    label = f"ckpt {job.ckpt.step}" if job.ckpt.step is not None else Path(job.ckpt.path).name
+    runner = runner_factory(job.settings.backend, job.ckpt.path, job.settings)
+    added = 0
+    try:
+        bar = tqdm(total=len(items) + sum(len(w.indices) for w in job.runner_work), desc=label, unit="sample",
+                   position=position, leave=True, disable=not job.progress, file=sys.stderr)
+        # Longest prompts first within each max_new_tokens group: an out-of-memory shows at once,
+        # and each batch holds similar lengths (little padding).
+        items.sort(key=lambda it: (it.sample.max_new_tokens, -it.num_tokens))
+        chunk = len(items) if getattr(runner, "submit_all", False) else job.settings.batch_size
+        for start in range(0, len(items), max(1, chunk)):
+            part = items[start:start + chunk]
+            preds = runner.generate([GenerationRequest(it.prompt, it.sample.max_new_tokens) for it in part])
+            records = [
+                _record(job, it.task, it.sample.length, it.sample.index, pred, it.task.score(pred, it.sample),
+                        it.num_tokens, it.sample.dataset_hash, {**it.sample.metadata, "references": list(it.sample.references)})
+                for it, pred in zip(part, preds)
+            ]
+            added += store.append(records)
+            bar.update(len(part))
+        for w in job.runner_work:
+            from tasks.tokenization import load_tokenizer
+
+            out = w.task.evaluate_with_runner(runner, w.length, w.indices, job.seed, load_tokenizer(job.ckpt.path))
+            records = [_record(job, w.task, w.length, r["index"], r["prediction"], r["score"], r.get("num_tokens"),
+                               w.task.dataset_hash(), r.get("metadata") or {}) for r in out]
+            added += store.append(records)
+            bar.update(len(w.indices))
+        bar.close()
+    finally:
+        runner.close()
+    return added
+
+
+# --------------------------------------------------------------------------------------------
+# 3. report
+# --------------------------------------------------------------------------------------------
+def build_results(plan: Plan) -> dict:
+    from harness.aggregate import DEFAULT_THRESHOLD, aggregate
+    from harness.provenance import provenance
+    from harness.store import ResultStore, read_store
+
+    cfg = plan.cfg
+    _, records = read_store(plan.out / "samples.jsonl")
+    records = [r for r in records if ResultStore.key(r) in plan.planned_keys]
+    excluded = [t for t in plan.suite_tasks if t in cfg.exclude]
+    suites = {plan.suite_label: {"tasks": plan.suite_tasks, "excluded": excluded, "unavailable": plan.unavailable,
+                                 "lengths": plan.lengths}}
+    modes = {(c.training or {}).get("mode") for c in plan.ckpts}
+    parents = {str(Path(c.path).parent) for c in plan.ckpts}
+    run = {"name": plan.name, "model": parents.pop() if len(parents) == 1 else sorted(parents),
+           "mode": modes.pop() if len(modes) == 1 else None, "checkpoints": [c.to_dict() for c in plan.ckpts]}
+    ctxs = set(plan.contexts.values())
+    prov = {**provenance(), "backend": cfg.backend, "dtype": cfg.dtype, "batch_size": cfg.batch_size,
+            "max_model_len": ctxs.pop() if len(ctxs) == 1 else sorted(ctxs), "rope_theta": cfg.rope_theta,
+            "rope_scaling": cfg.rope_scaling, "template": "chat" if cfg.chat_template else "none",
+            "truncation": "none", "tokenizer": plan.tokenizer_fp, "dataset_hashes": plan.dataset_hashes,
+            "seed": cfg.seed, "lm_eval_version": None, "tensor_parallel_size": cfg.tensor_parallel_size,
+            "data_parallel": cfg.data_parallel, "samples": cfg.samples,
+            "checkpoint_steps": [c.step for c in plan.ckpts]}
+    threshold = DEFAULT_THRESHOLD if cfg.threshold is None else cfg.threshold
+    return aggregate(records, suites, run, prov, threshold=threshold)
+
+
+def execute(plan: Plan) -> None:
+    if not plan.jobs:
+        return
+    if plan.cfg.data_parallel > 1 or plan.cfg.ray_address:
+        from harness.parallel import run_jobs_parallel
+
+        run_jobs_parallel(plan.jobs, plan.cfg.data_parallel, plan.cfg.tensor_parallel_size, plan.cfg.ray_address)
+    else:
+        for job in plan.jobs:
+            run_job(job)
+
+
+def run_eval(cfg: EvalConfig, print_table: bool = True) -> dict:
+    """Plan, run, aggregate; writes <out>/results.json and returns the results dict."""
+    from harness.aggregate import write_results
+
+    plan = plan_eval(cfg)
+    execute(plan)
+    results = build_results(plan)
+    write_results(plan.out / "results.json", results)
+    if print_table:
+        from harness.table import format_table
+
+        print(format_table(results))
+        print(f"results: {plan.out / 'results.json'} (samples: {plan.out / 'samples.jsonl'})")
+    return results

@@ -1,0 +1,124 @@
+"""Pieces both runners share: model context, rope overrides, tokenizer checks, stop strings.
+
+Only the standard library at import time; transformers is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from harness.errors import UserError
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "vocab.json")
+
+
+def read_config(model_path: str) -> dict:
+    """config.json of a local checkpoint; {} for a hub name (transformers resolves it later)."""
+    path = Path(model_path) / "config.json"
+    if not Path(model_path).is_dir():
+        return {}
+    if not path.exists():
+        raise UserError(f"{model_path} is not a loadable model (no config.json): pass a save_pretrained directory")
+    try:
+        return json.loads(path.read_text())
+    except ValueError as exc:
+        raise UserError(f"{path} is not valid JSON ({exc}): re-save the checkpoint") from None
+
+
+def check_tokenizer_present(model_path: str) -> None:
+    """A local checkpoint must carry its tokenizer: prompts are counted and run with it."""
+    if Path(model_path).is_dir() and not any((Path(model_path) / f).exists() for f in TOKENIZER_FILES):
+        raise UserError(
+            f"missing tokenizer: {model_path} has no tokenizer files; save the tokenizer beside the model "
+            "(tokenizer.save_pretrained(CKPT_DIR))"
+        )
+
+
+def config_context(config: dict) -> int | None:
+    return config.get("max_position_embeddings") or (config.get("text_config") or {}).get("max_position_embeddings")
+
+
+def context_length(model_path: str, max_model_len: int | None) -> int:
+    """The context a run uses: --max-model-len, else the config's max_position_embeddings."""
+    if max_model_len:
+        return int(max_model_len)
+    if Path(model_path).is_dir():
+        ctx = config_context(read_config(model_path))
+    else:  # a hub name: transformers resolves (and caches) its config
+        from transformers import AutoConfig
+
+        try:
+            ctx = getattr(AutoConfig.from_pretrained(model_path), "max_position_embeddings", None)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"cannot load the config of {model_path!r} ({str(exc).splitlines()[0]}): check the name or go online") from None
+    if not ctx:
+        raise UserError(f"{model_path}: config has no max_position_embeddings; pass --max-model-len")
+    return int(ctx)
+
+
+def normalise_rope_scaling(rope_scaling: dict | None) -> dict | None:
+    """Accept RULER/HF-3 style {"type": ...} as well as {"rope_type": ...}."""
+    if not rope_scaling:
+        return None
+    d = dict(rope_scaling)
+    if "type" in d and "rope_type" not in d:
+        d["rope_type"] = d.pop("type")
+    if "rope_type" not in d:
+        raise UserError('--rope-scaling needs a "rope_type" (or "type"), e.g. {"rope_type": "yarn", "factor": 4.0}')
+    return d
+
+
+def rope_override_dict(config, rope_theta: float | None, rope_scaling: dict | None) -> dict:
+    """Attributes to set on an HF config (or pass as vLLM hf_overrides) for the rope flags.
+
+    transformers >= 5 keeps theta and scaling together in `rope_parameters`; older versions use
+    `rope_theta` and `rope_scaling`. Unset flags leave the checkpoint's values alone.
+    """
+    scaling = normalise_rope_scaling(rope_scaling)
+    if rope_theta is None and scaling is None:
+        return {}
+    params = getattr(config, "rope_parameters", None)
+    if params is not None or "rope_parameters" in getattr(config, "to_dict", dict)():
+        new = dict(params or {})
+        if scaling is not None:
+            new = {k: v for k, v in new.items() if k == "rope_theta"}
+            new.update(scaling)
+        if rope_theta is not None:
+            new["rope_theta"] = float(rope_theta)
+        new.setdefault("rope_type", "default")
+        return {"rope_parameters": new}
+    out: dict = {}
+    if rope_theta is not None:
+        out["rope_theta"] = float(rope_theta)
+    if scaling is not None:
+        out["rope_scaling"] = scaling
+    return out
+
+
+def cut_at_stop(text: str, stop: tuple[str, ...]) -> str:
+    """Cut a continuation at its first stop string (the stop string itself is dropped)."""
+    cut = len(text)
+    for s in stop:
+        i = text.find(s)
+        if s and i != -1:
+            cut = min(cut, i)
+    return text[:cut]
+
+
+def prompt_ids(tokenizer, prompt: str) -> list[int]:
+    """Token ids as the length rule counts them: special tokens added, unless the prompt already
+    starts with BOS (a chat template wrote it), which would double it."""
+    bos = tokenizer.bos_token
+    add = not (bos and prompt.startswith(bos))
+    return tokenizer(prompt, add_special_tokens=add)["input_ids"]
+
+
+def cpu_threads_hint() -> None:
+    """Workers sharing a CPU each get their share of the cores (set by harness.parallel)."""
+    n = os.environ.get("HARNESS_THREADS")
+    if n:
+        import torch
+
+        torch.set_num_threads(max(1, int(n)))

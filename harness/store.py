@@ -1,0 +1,218 @@
+"""The per-sample results store: `<out>/samples.jsonl`, append-only, resumable, multi-process safe.
+
+    from harness.store import ResultStore
+    store = ResultStore("results/anchor/samples.jsonl")   # creates it with a header, or validates it
+    todo = [s for s in work if key_of(s) not in store.done_keys()]
+    store.append(records)                                  # one locked write+fsync per batch
+    store.records()                                        # every finished record, in file order
+
+Format (docs/contracts.md): line 1 is the header {"type": "header", "schema_version": 1, "created",
+"package_version", "git_hash"}; every later line is one {"type": "sample", ...} record. A record's
+key is (checkpoint fingerprint, task, task_version, length, index, seed); a key is stored once.
+
+Crash safety: a batch goes out in one write under an exclusive flock and is fsynced before the
+lock is released, so a killed writer can leave at most one torn (newline-less) last line. Readers
+ignore it; the next writer truncates it before appending. Any other unparseable line, or a first
+line that is not our header, is an error naming the file; the store is never overwritten.
+Several processes (data-parallel workers, even on several nodes of a shared filesystem with
+working flock) may append to one store: under the lock each one first reads what the others
+appended since its last look and skips keys already present.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.errors import UserError
+
+SCHEMA_VERSION = 1
+_HEADER_PREFIX = b'{"type": "header"'
+
+
+class StoreError(UserError):
+    """The store file is foreign, corrupt or from a newer harness."""
+
+
+def record_key(record: dict) -> tuple:
+    c = record["checkpoint"]
+    return (c["fingerprint"], record["task"], record["task_version"], record["length"], record["index"], record["seed"])
+
+
+def _check_header(path: Path, line: bytes) -> dict:
+    try:
+        header = json.loads(line)
+    except ValueError:
+        header = None
+    if not (isinstance(header, dict) and header.get("type") == "header" and isinstance(header.get("schema_version"), int)):
+        raise StoreError(f"{path} is not a harness results store (its first line is not a store header): pass another --out or move the file away")
+    if header["schema_version"] > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has store schema_version {header['schema_version']}, this harness reads {SCHEMA_VERSION}: "
+            "upgrade the harness or pass another --out"
+        )
+    return header
+
+
+def _parse_record(path: Path, line_no: int, line: bytes) -> dict | None:
+    """A record line -> dict (None for a line of another type). StoreError when corrupt."""
+    try:
+        rec = json.loads(line)
+        if isinstance(rec, dict) and rec.get("type") == "sample":
+            record_key(rec)  # every key field must be present
+    except (ValueError, KeyError, TypeError):
+        raise StoreError(
+            f"{path} line {line_no} is corrupt (not a store record): the file was edited or damaged; "
+            "fix or delete that line, or move the file away and re-run"
+        ) from None
+    if not isinstance(rec, dict) or "type" not in rec:
+        raise StoreError(f"{path} line {line_no} is corrupt (not a store record): fix or delete that line, or move the file away")
+    return rec if rec["type"] == "sample" else None
+
+
+def _split_complete(data: bytes) -> tuple[bytes, bytes]:
+    """(complete lines, torn tail without a newline)."""
+    cut = data.rfind(b"\n") + 1
+    return data[:cut], data[cut:]
+
+
+def _read_from(fd: int, pos: int) -> bytes:
+    os.lseek(fd, pos, os.SEEK_SET)
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 24)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _lines(data: bytes, first_line_no: int):
+    for i, line in enumerate(data.split(b"\n")[:-1]):
+        if line.strip():
+            yield first_line_no + i, line
+
+
+def read_store(path: str | Path) -> tuple[dict, list[dict]]:
+    """(header, records) of an existing store, read-only (for reports). A torn last line is ignored."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            complete, tail = _split_complete(_read_from(fd, 0))
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise StoreError(f"cannot read results store {path}: {exc.strerror}") from None
+    if not complete:
+        if tail.startswith(_HEADER_PREFIX) or _HEADER_PREFIX.startswith(tail):
+            raise StoreError(f"results store {path} is empty: nothing was evaluated yet")
+        raise StoreError(f"{path} is not a harness results store (its first line is not a store header): pass a samples.jsonl written by harness eval")
+    header_line, rest = complete.split(b"\n", 1)
+    header = _check_header(path, header_line)
+    records = [r for n, line in _lines(rest, 2) if (r := _parse_record(path, n, line)) is not None]
+    return header, records
+
+
+class ResultStore:
+    def __init__(self, path: str | Path):
+        """Open (creating with a header if absent) and validate the store; truncate a torn last line."""
+        from harness.provenance import provenance
+
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._keys: set[tuple] = set()
+        self._pos = 0  # bytes indexed so far; always the end of a complete line
+        self._line_no = 0
+        with self._locked(fcntl.LOCK_EX) as fd:
+            size = os.fstat(fd).st_size
+            if size:
+                head = _read_from(fd, 0)
+                if b"\n" not in head:
+                    if not (head.startswith(_HEADER_PREFIX) or _HEADER_PREFIX.startswith(head)):
+                        raise StoreError(f"{self.path} is not a harness results store (its first line is not a store header): pass another --out or move the file away")
+                    os.ftruncate(fd, 0)  # a writer died while writing the header itself
+                    size = 0
+            if not size:
+                header = {"type": "header", "schema_version": SCHEMA_VERSION, **provenance()}
+                line = json.dumps(header).encode() + b"\n"
+                assert line.startswith(_HEADER_PREFIX)
+                self._write(fd, line)
+            self._refresh(fd, truncate_torn=True)
+
+    @contextmanager
+    def _locked(self, op: int):
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot open results store {self.path}: {exc.strerror}; pass another --out") from None
+        try:
+            fcntl.flock(fd, op)
+            yield fd
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    @staticmethod
+    def _write(fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+
+    def _refresh(self, fd: int, truncate_torn: bool) -> list[dict]:
+        """Index lines appended since the last look (by any process); returns their records."""
+        complete, tail = _split_complete(_read_from(fd, self._pos))
+        if tail and truncate_torn:
+            os.ftruncate(fd, self._pos + len(complete))
+        lines = list(_lines(complete, self._line_no + 1))
+        if self._pos == 0:
+            assert lines, "a store always starts with its header"
+            self.header = _check_header(self.path, lines[0][1])
+            lines = lines[1:]
+        new = [r for n, line in lines if (r := _parse_record(self.path, n, line)) is not None]
+        self._keys.update(record_key(r) for r in new)
+        self._pos += len(complete)
+        self._line_no += complete.count(b"\n")
+        return new
+
+    @staticmethod
+    def key(record: dict) -> tuple:
+        """(checkpoint fingerprint, task, task_version, length, index, seed)."""
+        return record_key(record)
+
+    def done_keys(self) -> set[tuple]:
+        """Keys of every finished record, including those other processes appended."""
+        with self._locked(fcntl.LOCK_SH) as fd:
+            self._refresh(fd, truncate_torn=False)
+        return set(self._keys)
+
+    def append(self, records: list[dict]) -> int:
+        """Append the records whose keys are not stored yet (one write + fsync); returns how many."""
+        lines = []
+        batch: set[tuple] = set()
+        for rec in records:
+            k = record_key(rec)
+            if k in batch:
+                continue
+            batch.add(k)
+            body = {"type": "sample", **{f: v for f, v in rec.items() if f != "type"}}
+            lines.append((k, json.dumps(body, allow_nan=False) + "\n"))
+        if not lines:
+            return 0
+        with self._locked(fcntl.LOCK_EX) as fd:
+            self._refresh(fd, truncate_torn=True)
+            fresh = [(k, line) for k, line in lines if k not in self._keys]
+            if fresh:
+                data = "".join(line for _, line in fresh).encode()
+                self._write(fd, data)
+                self._keys.update(k for k, _ in fresh)
+                self._pos += len(data)
+                self._line_no += len(fresh)
+        return len(fresh)
+
+    def records(self) -> list[dict]:
+        """Every stored sample record, in file order (a torn last line is left out)."""
+        return read_store(self.path)[1]

@@ -1,0 +1,124 @@
+"""The terminal table of a results.json: one block per suite.
+
+    from harness.table import format_table
+    print(format_table(load_results("results/anchor/results.json")))
+
+Rows are the suite's evaluated tasks, then the suite average (and category averages); columns are
+the lengths, then Avg, wAvg(inc), wAvg(dec). A cell is "mean ±std" over checkpoints (just "mean"
+when one checkpoint was evaluated: its std is 0 by definition, not a measured spread), with
+"n=K" appended when fewer than the run's checkpoints took part, and "—" where there is no value
+(never 0). Header lines give the run, the checkpoint steps, tasks covered, the effective length
+with its threshold, excluded/unavailable tasks and the settings that move scores.
+"""
+
+from __future__ import annotations
+
+from tasks.lengths import format_length
+
+MISSING = "—"
+_SUMMARY_COLUMNS = (("avg", "Avg"), ("wavg_inc", "wAvg(inc)"), ("wavg_dec", "wAvg(dec)"))
+
+
+def format_cell(stats: dict | None, num_ckpts: int) -> str:
+    if not stats:
+        return MISSING
+    text = f"{stats['mean']:.1f}" if stats["n"] == 1 else f"{stats['mean']:.1f} ±{stats['std']:.1f}"
+    if stats["n"] < num_ckpts:
+        text += f" n={stats['n']}"
+    return text
+
+
+def _checkpoint_line(run: dict) -> str:
+    ckpts = run.get("checkpoints") or []
+    names = [str(c["step"]) if c.get("step") is not None else c["path"] for c in ckpts]
+    kind = "steps" if ckpts and all(c.get("step") is not None for c in ckpts) else "checkpoints"
+    return f"{len(ckpts)} checkpoint{'s' if len(ckpts) != 1 else ''} ({kind} {', '.join(names) or MISSING})"
+
+
+def _provenance_line(prov: dict) -> str:
+    parts = []
+    for key, label in (("backend", "backend"), ("dtype", "dtype"), ("batch_size", "batch"), ("max_model_len", "max_model_len"),
+                       ("rope_theta", "rope_theta"), ("rope_scaling", "rope_scaling"), ("template", "template"),
+                       ("truncation", "truncation"), ("seed", "seed")):
+        if prov.get(key) is not None:
+            parts.append(f"{label} {prov[key]}")
+    version = prov.get("package_version")
+    if version:
+        git = prov.get("git_hash")
+        parts.append(f"harness {version}" + (f" ({git[:12]}{'-dirty' if git.endswith('-dirty') else ''})" if git else ""))
+    if prov.get("created"):
+        parts.append(f"created {prov['created']}")
+    return " · ".join(parts)
+
+
+def _grid(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+
+    def line(r):
+        return "  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return [line(header), rule] + [line(r) for r in rows[:-1]] + ([rule, line(rows[-1])] if rows else [])
+
+
+def _suite_block(name: str, suite: dict, num_ckpts: int) -> list[str]:
+    summary = suite.get("summary", {})
+    lengths = suite.get("lengths", [])
+    eff = summary.get("effective_length") or {}
+    total = len(suite.get("tasks", []))
+    covered = f"{len(suite.get('evaluated', []))}/{total}"  # tasks with any score; cells say when they cover fewer
+    threshold = eff.get("threshold")
+    out = [f"{name} · tasks {covered} · effective length {eff.get('label', MISSING)}"
+           + (f" (threshold {threshold:g})" if threshold is not None else "")]
+    if suite.get("excluded"):
+        out.append("excluded: " + ", ".join(suite["excluded"]))
+    for task, reason in (suite.get("unavailable") or {}).items():
+        out.append(f"unavailable: {task} ({reason})")
+    if summary.get("lengths_covered") is not None and summary.get("lengths_covered") != summary.get("lengths_total"):
+        out.append(f"lengths evaluated: {summary['lengths_covered']}/{summary['lengths_total']} (no Avg until all are)")
+
+    header = ["Task"] + [format_length(L) for L in lengths] + [label for _, label in _SUMMARY_COLUMNS]
+    rows = []
+    task_summaries = suite.get("per_task_summary", {})
+    for task in suite.get("evaluated", []):
+        cells = suite.get("per_task", {}).get(task, {})
+        ts = task_summaries.get(task, {})
+        rows.append([task] + [format_cell(cells.get(str(L)), num_ckpts) for L in lengths]
+                    + [format_cell(ts.get(key), num_ckpts) for key, _ in _SUMMARY_COLUMNS])
+    for cat, per_len in (suite.get("categories") or {}).items():
+        stats = [per_len.get(str(L)) for L in lengths]
+        cov = next((s for s in stats if s), None)
+        label = f"[{cat}]" + (f" ({cov['tasks_covered']}/{cov['tasks_total']})" if cov else "")
+        rows.append([label] + [format_cell(s, num_ckpts) for s in stats] + [MISSING] * len(_SUMMARY_COLUMNS))
+    avg_row = [f"Average ({covered})"]
+    for L in lengths:
+        stats = suite.get("per_length", {}).get(str(L))
+        text = format_cell(stats, num_ckpts)
+        if stats and f"{stats['tasks_covered']}/{stats['tasks_total']}" != covered:
+            text += f" [{stats['tasks_covered']}/{stats['tasks_total']}]"
+        avg_row.append(text)
+    for key, _ in _SUMMARY_COLUMNS:
+        text = format_cell(summary.get(key), num_ckpts)
+        if summary.get(key) and f"{summary['tasks_covered']}/{summary['tasks_total']}" != covered:
+            text += f" [{summary['tasks_covered']}/{summary['tasks_total']}]"
+        avg_row.append(text)
+    rows.append(avg_row)
+    return out + _grid(header, rows)
+
+
+def format_table(results: dict) -> str:
+    run = results.get("run", {})
+    num_ckpts = len(run.get("checkpoints") or [])
+    head = f"run {run.get('name', MISSING)}"
+    if run.get("model"):
+        head += f" · model {run['model']}"
+    if run.get("mode"):
+        head += f" · mode {run['mode']}"
+    lines = [head + " · " + _checkpoint_line(run)]
+    prov = _provenance_line(results.get("provenance", {}))
+    if prov:
+        lines.append(prov)
+    for name, suite in results.get("suites", {}).items():
+        lines.append("")
+        lines += _suite_block(name, suite, num_ckpts)
+    return "\n".join(lines)

@@ -1,0 +1,580 @@
+"""Collect runs from results.json files into one leaderboard model (rows = runs).
+
+    from leaderboards.build import load_runs, build
+    board = build(load_runs(["out/full", "out/anchor/results.json"]), baseline="full")
+
+`build` returns plain dicts and lists (JSON-serialisable): the columns, the rows with one cell per
+column, the delta-vs-baseline cells, per-run drill-down grids, chart series and provenance. The
+HTML page, the CSV/JSON/Markdown exports and the SVG charts all render this one model, so every
+output shows the same numbers. Results files follow docs/contracts.md ("Aggregated results").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+from harness.errors import UserError
+from tasks.lengths import format_length
+
+SCHEMA_VERSION = 1
+
+# Display names; unknown suites/tasks show their own name.
+SUITE_LABELS = {"ruler": "RULER", "longbench": "LongBench", "short": "Short context", "icl": "ICL", "ppl": "Perplexity"}
+TASK_LABELS = {"mmlu": "MMLU", "hellaswag": "HellaSwag"}
+SUMMARY_LABELS = {"avg": "Avg", "wavg_inc": "wAvg (inc)", "wavg_dec": "wAvg (dec)"}
+SUMMARY_HELP = {
+    "avg": "Mean over lengths of the per-length average",
+    "wavg_inc": "Weighted average, weights increasing with length (RULER)",
+    "wavg_dec": "Weighted average, weights decreasing with length (RULER)",
+}
+PROVENANCE_FIELDS = [
+    "package_version", "git_hash", "backend", "dtype", "batch_size", "max_model_len", "rope_theta",
+    "rope_scaling", "template", "truncation", "tokenizer", "seed", "lm_eval_version", "created",
+]
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading results files
+
+
+def resolve_path(arg: str | Path) -> Path:
+    """A results.json file or a run directory holding one."""
+    path = Path(arg)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise UserError(f"no results file at {path}: pass a results.json or the run directory that holds it (written by `harness eval`)")
+    return path
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        from harness.aggregate import load_results  # the project's one typed reader, when present
+    except ImportError:
+        load_results = None
+    if load_results is not None:
+        return load_results(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path} is not valid JSON ({exc}): re-create it with `harness eval` or `harness report`") from None
+
+
+def _is_stats(value) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("mean"), (int, float)) and not isinstance(value.get("mean"), bool)
+
+
+def validate(data, path: Path | str) -> dict:
+    """Schema checks from docs/contracts.md; a bad file is a UserError naming it."""
+
+    def bad(what: str):
+        raise UserError(f"{path}: {what}; it does not follow the results.json schema (re-create it with `harness eval`)")
+
+    if not isinstance(data, dict):
+        bad("top level is not an object")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise UserError(
+            f"{path}: results schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}: "
+            "re-create it with this version of `harness eval`"
+        )
+    run = data.get("run")
+    if not isinstance(run, dict) or not isinstance(run.get("name"), str) or not run["name"]:
+        bad('"run.name" is missing')
+    if not isinstance(run.get("checkpoints", []), list):
+        bad('"run.checkpoints" is not a list')
+    if not isinstance(data.get("provenance", {}), dict):
+        bad('"provenance" is not an object')
+    suites = data.get("suites")
+    if not isinstance(suites, dict) or not suites:
+        bad('"suites" is missing or empty')
+    for name, suite in suites.items():
+        if not isinstance(suite, dict):
+            bad(f"suite {name!r} is not an object")
+        for key in ("tasks", "evaluated", "lengths"):
+            if not isinstance(suite.get(key), list):
+                bad(f'suite {name!r} has no "{key}" list')
+        for key in ("per_task", "per_length", "summary"):
+            if not isinstance(suite.get(key), dict):
+                bad(f'suite {name!r} has no "{key}" object')
+        for task, by_len in suite["per_task"].items():
+            if not isinstance(by_len, dict) or not all(_is_stats(s) for s in by_len.values()):
+                bad(f"suite {name!r} task {task!r} has a score without a numeric mean")
+            for length in by_len:
+                _length_key(length, bad)
+        for length, stats in suite["per_length"].items():
+            _length_key(length, bad)
+            if not _is_stats(stats):
+                bad(f"suite {name!r} length {length} has no numeric mean")
+        for cat, by_len in (suite.get("categories") or {}).items():
+            if not isinstance(by_len, dict) or not all(_is_stats(s) for s in by_len.values()):
+                bad(f"suite {name!r} category {cat!r} has a score without a numeric mean")
+    return data
+
+
+def _length_key(key, bad) -> int:
+    try:
+        return int(key)
+    except (TypeError, ValueError):
+        bad(f"length key {key!r} is not an integer")
+
+
+def load_runs(paths) -> list[dict]:
+    """Read and validate results files; files naming the same run are merged by suite."""
+    if not paths:
+        raise UserError("no results given: pass results.json files or run directories")
+    runs: dict[str, dict] = {}
+    for arg in paths:
+        path = resolve_path(arg)
+        data = validate(_read_json(path), path)
+        name = data["run"]["name"]
+        if name not in runs:
+            runs[name] = {**data, "sources": [str(path)], "suites": dict(data["suites"])}
+            continue
+        # The same run evaluated on different suites into different out dirs: one row.
+        have = runs[name]
+        clash = set(have["suites"]) & set(data["suites"])
+        if clash:
+            raise UserError(
+                f"run {name!r} has suite {sorted(clash)[0]!r} in both {have['sources'][0]} and {path}: "
+                "pass one of them, or give the runs different names with `harness eval --name`"
+            )
+        have["suites"].update(data["suites"])
+        have["sources"].append(str(path))
+    return list(runs.values())
+
+
+# ----------------------------------------------------------------------------------------------
+# Pure helpers (checked against brute force in the tests)
+
+
+def effective_length(per_length_mean: dict[int, float], threshold: float) -> tuple[int | None, str]:
+    """Largest evaluated L with the mean above threshold at every evaluated length <= L."""
+    value = None
+    for length in sorted(per_length_mean):
+        if not per_length_mean[length] > threshold:
+            break
+        value = length
+    return value, (format_length(value) if value is not None else "below the first length")
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_delta(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:+.2f}".replace("-", "−") if round(value, 2) != 0 else "0.00"
+
+
+def _steps_range(steps: list[int]) -> str:
+    if not steps:
+        return "—"
+    steps = sorted(steps)
+    return f"{steps[0]}" if len(steps) == 1 else f"{steps[0]}–{steps[-1]}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Building the model
+
+
+def _stat_cell(stats: dict, what: str, extra: str = "") -> dict:
+    steps = list(stats.get("steps") or [])
+    n = stats.get("n", len(steps) or None)
+    parts = [f"{what}: {stats['mean']:.2f}"]
+    if stats.get("std") is not None:
+        parts[0] += f" ± {stats['std']:.2f} (std over checkpoints)"
+    if stats.get("min") is not None and stats.get("max") is not None:
+        parts.append(f"min {stats['min']:.2f}, max {stats['max']:.2f}")
+    if n is not None:
+        parts.append(f"{n} checkpoint{'s' if n != 1 else ''}" + (f": steps {', '.join('?' if x is None else str(x) for x in steps)}" if steps else ""))
+    if stats.get("num_samples") is not None:
+        parts.append(f"{stats['num_samples']} samples")
+    if extra:
+        parts.append(extra)
+    return {
+        "value": float(stats["mean"]), "std": stats.get("std"), "min": stats.get("min"), "max": stats.get("max"),
+        "n": n, "steps": steps, "num_samples": stats.get("num_samples"), "reason": None,
+        "text": fmt(stats["mean"]), "title": "\n".join(parts),
+    }
+
+
+def _missing(reason: str) -> dict:
+    return {"value": None, "reason": reason, "text": "—", "title": reason}
+
+
+def _task_reason(suite: dict, task: str) -> str:
+    unavailable = suite.get("unavailable") or {}
+    if task in unavailable:
+        return f"{task} unavailable: {unavailable[task]}"
+    if task in (suite.get("excluded") or []):
+        return f"{task} excluded by --exclude"
+    return f"{task} not evaluated"
+
+
+def _lengths(suite: dict) -> list[int]:
+    return sorted({int(x) for x in suite["lengths"]} | {int(x) for x in suite["per_length"]})
+
+
+def _samples_at(suite: dict, length: int) -> int | None:
+    counts = [s.get("num_samples") for s in (by.get(str(length)) for by in suite["per_task"].values()) if s]
+    return sum(counts) if counts and all(c is not None for c in counts) else None
+
+
+def _covered(suite: dict) -> tuple[int, int]:
+    summary = suite["summary"]
+    total = summary.get("tasks_total", len(suite["tasks"]))
+    covered = summary.get("tasks_covered", len(suite["evaluated"]))
+    return covered, total
+
+
+def _suite_columns(name: str, suites: list[dict]) -> list[dict]:
+    """Columns of one suite group, from the union over runs of what they evaluated."""
+    label = SUITE_LABELS.get(name, name)
+    cols: list[dict] = []
+    many_tasks = any(len(s["tasks"]) > 3 for s in suites) or any(_covered(s)[0] != _covered(s)[1] for s in suites)
+    if many_tasks:
+        cols.append({"key": "tasks", "label": "Tasks", "help": "Tasks with scores / tasks in the suite"})
+    if name == "ruler" or not any(s.get("categories") for s in suites) and all(len(s["tasks"]) > 3 for s in suites):
+        lengths = sorted({L for s in suites for L in _lengths(s)})
+        cols += [{"key": f"len:{L}", "label": format_length(L), "length": L, "help": f"Average over tasks at {format_length(L)} tokens"} for L in lengths]
+        summary_keys = ["avg", "wavg_inc", "wavg_dec"] if name == "ruler" else ["avg"]
+        cols += [{"key": k, "label": SUMMARY_LABELS[k], "help": SUMMARY_HELP[k]} for k in summary_keys]
+        if name == "ruler":
+            cols.append({"key": "eff", "label": "Eff. length", "help": "Effective length: largest length with the average above the threshold at it and every shorter length"})
+    elif any(s.get("categories") for s in suites):
+        cats: dict[str, set] = {}
+        for s in suites:
+            for cat, by_len in (s.get("categories") or {}).items():
+                cats.setdefault(cat, set()).update(int(L) for L in by_len)
+        multi = any(len(v) > 1 for v in cats.values())
+        for cat in sorted(cats):
+            for L in sorted(cats[cat]):
+                short = cat.removeprefix(label + " ").strip() or cat
+                cols.append({"key": f"cat:{cat}:{L}", "label": f"{short} {format_length(L)}" if multi else short,
+                             "category": cat, "length": L, "help": f"{cat} at {format_length(L)} tokens"})
+        cols.append({"key": "avg", "label": "Avg", "help": SUMMARY_HELP["avg"]})
+    else:
+        tasks: dict[str, set] = {}
+        for s in suites:
+            for t in s["tasks"]:
+                tasks.setdefault(t, set()).update(int(L) for L in (s["per_task"].get(t) or {}))
+        multi = any(len(v) > 1 for v in tasks.values())
+        for t in sorted(tasks):
+            for L in sorted(tasks[t]) or [None]:
+                tl = TASK_LABELS.get(t, t)
+                cols.append({"key": f"task:{t}:{L}", "label": f"{tl} {format_length(L)}" if multi and L else tl,
+                             "task": t, "length": L, "help": f"{tl}" + (f" at {format_length(L)} tokens" if L else "")})
+        if len(tasks) > 1 and not multi:
+            pass  # a two-task short suite reads better without an average nobody reports
+    for c in cols:
+        c.update(suite=name, group=label, id=f"{name}/{c['key']}")
+        c["numeric"] = c["key"] not in ("tasks", "eff")
+    return cols
+
+
+def _cell(run: dict, suite_name: str, col: dict, threshold: float | None, full_sets: dict) -> dict:
+    suite = run["suites"].get(suite_name)
+    label = SUITE_LABELS.get(suite_name, suite_name)
+    if suite is None:
+        return _missing(f"no {label} results for this run")
+    key = col["key"]
+    covered, total = _covered(suite)
+    if key == "tasks":
+        cell = {"value": covered, "total": total, "text": f"{covered}/{total}", "reason": None}
+        missing = [t for t in suite["tasks"] if t not in suite["evaluated"]]
+        cell["title"] = f"{covered} of {total} tasks scored" + ("".join(f"\n• {_task_reason(suite, t)}" for t in missing))
+        return cell
+    if key.startswith("len:"):
+        L = col["length"]
+        stats = suite["per_length"].get(str(L))
+        if stats is None:
+            have = ", ".join(format_length(x) for x in _lengths(suite)) or "none"
+            return _missing(f"not evaluated at {format_length(L)} (this run has {have})")
+        stats = {**stats, "num_samples": stats.get("num_samples", _samples_at(suite, L))}
+        tc, tt = stats.get("tasks_covered", covered), stats.get("tasks_total", total)
+        cell = _stat_cell(stats, f"{label} {format_length(L)}", f"average of {tc}/{tt} tasks")
+        thr = threshold if threshold is not None else (suite["summary"].get("effective_length") or {}).get("threshold")
+        cell["above"] = thr is not None and cell["value"] > thr
+        if thr is not None:
+            cell["title"] += f"\n{'above' if cell['above'] else 'not above'} the threshold {thr:g}"
+        return cell
+    if key in SUMMARY_LABELS:
+        stats = suite["summary"].get(key)
+        if not _is_stats(stats):
+            have, total_len = suite["summary"].get("lengths_covered"), suite["summary"].get("lengths_total")
+            if have is not None and total_len is not None and have < total_len:
+                return _missing(f"{SUMMARY_LABELS[key]} needs every length of the run: only {have}/{total_len} have an average")
+            return _missing(f"{SUMMARY_LABELS[key]} not in this run's results")
+        return _stat_cell(stats, f"{label} {SUMMARY_LABELS[key]}", f"over {len(suite['per_length'])} lengths, {covered}/{total} tasks")
+    if key == "eff":
+        return _eff_cell(suite, threshold)
+    if key.startswith("cat:"):
+        stats = (suite.get("categories") or {}).get(col["category"], {}).get(str(col["length"]))
+        if stats is None:
+            return _missing(f"{col['category']} not evaluated at {format_length(col['length'])} for this run")
+        return _stat_cell(stats, f"{col['category']} {format_length(col['length'])}")
+    if key.startswith("task:"):
+        t = col["task"]
+        by_len = suite["per_task"].get(t) or {}
+        stats = by_len.get(str(col["length"])) if col["length"] is not None else None
+        if stats is None:
+            reason = _task_reason(suite, t) if t not in suite["evaluated"] else f"{t} not evaluated at {format_length(col['length'])}"
+            return _missing(reason)
+        return _stat_cell(stats, TASK_LABELS.get(t, t))
+    raise AssertionError(f"unknown column {key}")
+
+
+def _eff_cell(suite: dict, threshold: float | None) -> dict:
+    covered, total = _covered(suite)
+    means = {int(L): s["mean"] for L, s in suite["per_length"].items()}
+    if threshold is not None:
+        value, text = effective_length(means, threshold)
+        note = f"threshold {threshold:g} (--threshold)"
+        if covered != total:
+            note += f"; ⚑ only {covered}/{total} tasks, not comparable with full-suite numbers"
+    else:
+        eff = suite["summary"].get("effective_length")
+        if not eff:
+            return _missing("effective length not in this run's results")
+        if covered != total:
+            return _missing(f"only {covered}/{total} tasks: effective length is shown for full suites only (pass --threshold to show it anyway)")
+        value, text, note = eff.get("value"), eff.get("label") or "—", f"threshold {eff.get('threshold')}"
+    return {"value": value if value is not None else 0, "text": text, "reason": None, "partial": covered != total,
+            "title": f"effective length {text}: {note}"}
+
+
+def _color(t: float) -> str:
+    """Sequential light→blue scale; dark text stays readable at both ends."""
+    lo, hi = (247, 251, 255), (107, 174, 214)
+    return "rgb(%d,%d,%d)" % tuple(round(a + (b - a) * t) for a, b in zip(lo, hi))
+
+
+def _diverging(d: float, scale: float) -> str:
+    t = min(1.0, abs(d) / scale) if scale > 0 else 0.0
+    end = (103, 169, 207) if d > 0 else (239, 138, 98)
+    return "rgb(%d,%d,%d)" % tuple(round(255 + (b - 255) * t) for b in end)
+
+
+def _paint(rows: list[dict], columns: list[dict], cells_key: str, diverging: bool = False) -> None:
+    """Per-column colour scale over the rows' values (numbers only); "best" only among comparable rows."""
+    for col in columns:
+        if not col["numeric"]:
+            continue
+        vals = [r[cells_key][col["id"]]["value"] for r in rows if r[cells_key][col["id"]]["value"] is not None]
+        if not vals:
+            continue
+        lo, hi = min(vals), max(vals)
+        for r in rows:
+            cell = r[cells_key][col["id"]]
+            if cell["value"] is None:
+                continue
+            if diverging:
+                cell["color"] = _diverging(cell["value"], max(abs(lo), abs(hi)))
+            else:
+                cell["color"] = _color((cell["value"] - lo) / (hi - lo) if hi > lo else 0.5)
+        comparable = [r[cells_key][col["id"]]["value"] for r in rows
+                      if col["suite"] not in r["flag_suites"] and r[cells_key][col["id"]]["value"] is not None]
+        if diverging or len(comparable) < 2:
+            continue
+        for r in rows:
+            cell = r[cells_key][col["id"]]
+            cell["best"] = col["suite"] not in r["flag_suites"] and cell["value"] == max(comparable)
+
+
+def _flag_sets(runs: list[dict], suite_names: list[str], against: dict[str, tuple] | None) -> tuple[dict, dict]:
+    """Per run, why its task or length set differs from the others' (or the baseline's), and in which suites."""
+    flags: dict[str, list[str]] = {r["run"]["name"]: [] for r in runs}
+    where: dict[str, set] = {r["run"]["name"]: set() for r in runs}
+    for sname in suite_names:
+        have = [r for r in runs if sname in r["suites"]]
+        sets = {r["run"]["name"]: (frozenset(r["suites"][sname]["evaluated"]), frozenset(_lengths(r["suites"][sname]))) for r in have}
+        if against is not None:
+            ref = against.get(sname)
+        else:
+            ref = (frozenset().union(*(s[0] for s in sets.values())), frozenset().union(*(s[1] for s in sets.values()))) if sets else None
+        if ref is None or len(set(sets.values()) | {ref}) == 1:
+            continue
+        label = SUITE_LABELS.get(sname, sname)
+        for name, (tasks, lengths) in sets.items():
+            why = []
+            if tasks != ref[0]:
+                lacks, extra = sorted(ref[0] - tasks), sorted(tasks - ref[0])
+                why.append(f"{label}: tasks differ" + (f" (lacks {', '.join(lacks)})" if lacks else "") + (f" (extra {', '.join(extra)})" if extra else ""))
+            if lengths != ref[1]:
+                lacks = sorted(ref[1] - lengths)
+                why.append(f"{label}: lengths differ" + (f" (lacks {', '.join(map(format_length, lacks))})" if lacks else ""))
+            flags[name] += why
+            if why:
+                where[name].add(sname)
+    return flags, where
+
+
+def _checkpoint_text(run: dict) -> tuple[str, list[int]]:
+    steps = sorted(c["step"] for c in run["run"].get("checkpoints", []) if isinstance(c.get("step"), int))
+    if not steps:
+        return "—", []
+    return f"{_steps_range(steps)} ({len(steps)})", steps
+
+
+def build(runs: list[dict], baseline: str | None = None, threshold: float | None = None, title: str | None = None) -> dict:
+    """The leaderboard model: what every output shows."""
+    names = [r["run"]["name"] for r in runs]
+    if baseline is not None and baseline not in names:
+        raise UserError(f"--baseline {baseline!r} is not one of the runs: choose from {', '.join(names)}")
+    if threshold is not None and not (math.isfinite(threshold) and 0 <= threshold <= 100):
+        raise UserError(f"--threshold {threshold} is outside 0..100: scores are percentages (RULER uses 85.6)")
+
+    order = ["ruler", "longbench"]
+    present = {s for r in runs for s in r["suites"]}
+    suite_names = [s for s in order if s in present] + sorted(present - set(order))
+    columns = [c for s in suite_names for c in _suite_columns(s, [r["suites"][s] for r in runs if s in r["suites"]])]
+    groups = []
+    for c in columns:
+        if groups and groups[-1]["suite"] == c["suite"]:
+            groups[-1]["span"] += 1
+        else:
+            groups.append({"suite": c["suite"], "label": c["group"], "span": 1})
+
+    flags, flag_suites = _flag_sets(runs, suite_names, None)
+    base_run = next((r for r in runs if r["run"]["name"] == baseline), None)
+    base_sets = None
+    if base_run is not None:
+        base_sets = {s: (frozenset(base_run["suites"][s]["evaluated"]), frozenset(_lengths(base_run["suites"][s]))) for s in base_run["suites"]}
+    delta_flags = _flag_sets(runs, suite_names, base_sets)[0] if base_run is not None else {}
+
+    rows = []
+    for i, run in enumerate(runs):
+        info = run["run"]
+        ckpt_text, steps = _checkpoint_text(run)
+        row = {
+            "id": f"r{i}", "run": info["name"], "model": str(info.get("model") or "—"), "mode": str(info.get("mode") or "—"),
+            "checkpoints": ckpt_text, "steps": steps, "flags": flags[info["name"]], "flag_suites": sorted(flag_suites[info["name"]]),
+            "delta_flags": delta_flags.get(info["name"], []), "is_baseline": info["name"] == baseline,
+            "cells": {c["id"]: _cell(run, c["suite"], c, threshold, {}) for c in columns},
+        }
+        rows.append(row)
+    _paint(rows, columns, "cells")
+
+    if base_run is not None:
+        base_row = next(r for r in rows if r["is_baseline"])
+        for row in rows:
+            row["delta"] = {c["id"]: _delta_cell(row, base_row, c, baseline) for c in columns}
+        _paint(rows, columns, "delta", diverging=True)
+
+    thresholds = sorted({(r["suites"]["ruler"]["summary"].get("effective_length") or {}).get("threshold") for r in runs if "ruler" in r["suites"]} - {None})
+    return {
+        "schema_version": 1,
+        "title": title or "Long-context leaderboard",
+        "threshold": threshold,
+        "threshold_text": (f"{threshold:g} (--threshold)" if threshold is not None
+                           else ", ".join(f"{t:g}" for t in thresholds) + " (from the results)" if thresholds else None),
+        "baseline": baseline,
+        "suites": suite_names,
+        "groups": groups,
+        "columns": columns,
+        "rows": rows,
+        "any_flags": any(r["flags"] for r in rows),
+        "drilldown": [_drilldown(run) for run in runs],
+        "provenance": _provenance(runs),
+        "series": _series(runs),
+    }
+
+
+def _delta_cell(row: dict, base: dict, col: dict, baseline: str) -> dict:
+    a, b = row["cells"][col["id"]], base["cells"][col["id"]]
+    if col["key"] == "tasks":
+        return {**a, "title": a.get("title", "") + f"\nbaseline {baseline}: {b['text']}"}
+    if col["key"] == "eff":
+        return {"value": None, "text": a["text"], "reason": None, "title": f"{a['text']} here; baseline {baseline}: {b['text']}",
+                "plain": True}
+    if row["is_baseline"]:
+        return {"value": 0.0 if a["value"] is not None else None, "text": "base" if a["value"] is not None else "—",
+                "reason": a["reason"], "title": a["title"]}
+    if a["value"] is None or b["value"] is None:
+        reason = a["reason"] if a["value"] is None else f"baseline {baseline}: {b['reason']}"
+        return _missing(reason)
+    d = a["value"] - b["value"]
+    return {"value": d, "text": fmt_delta(d), "reason": None,
+            "title": f"{row['run']} {a['value']:.2f} − {baseline} {b['value']:.2f} = {d:+.2f}"}
+
+
+def _drilldown(run: dict) -> dict:
+    """Task × length grid per suite for one run; missing tasks keep their reason."""
+    suites = []
+    for sname, suite in run["suites"].items():
+        lengths = _lengths(suite)
+        tasks = list(suite["tasks"]) + [t for t in suite["per_task"] if t not in suite["tasks"]]
+        grid = []
+        for t in tasks:
+            by_len = suite["per_task"].get(t) or {}
+            keys = sorted({int(x) for x in by_len}) if not lengths else lengths
+            cells = []
+            for L in lengths or keys:
+                stats = by_len.get(str(L))
+                if stats is not None:
+                    c = _stat_cell(stats, f"{t} {format_length(L)}")
+                    c["color"] = _color(max(0.0, min(1.0, c["value"] / 100)))
+                elif t in suite["evaluated"]:
+                    c = _missing(f"{t} not evaluated at {format_length(L)}")
+                else:
+                    c = _missing(_task_reason(suite, t))
+                cells.append(c)
+            grid.append({"task": t, "label": TASK_LABELS.get(t, t), "cells": cells})
+        cats = []
+        for cat, by_len in sorted((suite.get("categories") or {}).items()):
+            cats.append({"category": cat, "cells": [_stat_cell(by_len[str(L)], f"{cat} {format_length(L)}") if str(L) in by_len
+                                                     else _missing(f"{cat} not evaluated at {format_length(L)}") for L in lengths]})
+        covered, total = _covered(suite)
+        suites.append({"suite": sname, "label": SUITE_LABELS.get(sname, sname), "lengths": [format_length(L) for L in lengths],
+                       "grid": grid, "categories": cats, "tasks_text": f"{covered}/{total}"})
+    return {"run": run["run"]["name"], "suites": suites}
+
+
+def _provenance(runs: list[dict]) -> dict:
+    fields = []
+    for f in PROVENANCE_FIELDS:
+        vals = [(r.get("provenance") or {}).get(f) for r in runs]
+        fields.append({"field": f, "cells": ["—" if v is None else json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in vals],
+                       "differs": len({json.dumps(v, sort_keys=True) for v in vals}) > 1})
+    runs_info = []
+    for r in runs:
+        prov = r.get("provenance") or {}
+        runs_info.append({
+            "run": r["run"]["name"], "sources": r["sources"],
+            "dataset_hashes": sorted((prov.get("dataset_hashes") or {}).items()),
+            "checkpoints": [{"step": c.get("step"), "path": str(c.get("path", "—")), "fingerprint": str(c.get("fingerprint", "—"))}
+                            for c in r["run"].get("checkpoints", [])],
+        })
+    return {"runs": [r["run"]["name"] for r in runs], "fields": fields, "details": runs_info}
+
+
+def _series(runs: list[dict]) -> dict:
+    """Chart data: RULER score vs length per run, and score vs checkpoint step per run."""
+    by_length, by_step = [], []
+    for r in runs:
+        suite = r["suites"].get("ruler")
+        if suite is None:
+            continue
+        pts = [(int(L), s["mean"], s.get("std")) for L, s in sorted(suite["per_length"].items(), key=lambda kv: int(kv[0]))]
+        by_length.append({"run": r["run"]["name"], "points": pts})
+        lines = []
+        steps_all: Counter = Counter()
+        for L, s in sorted(suite["per_length"].items(), key=lambda kv: int(kv[0])):
+            raw = s.get("per_step") or {}
+            if not all(str(k).lstrip("-").isdigit() for k in raw):
+                lines = []  # checkpoints labelled by path (no step): no step axis to draw on
+                break
+            per_step = {int(k): v for k, v in raw.items()}
+            if per_step:
+                lines.append({"label": format_length(int(L)), "points": sorted(per_step.items())})
+                steps_all.update(per_step)
+        if lines:
+            # Per-step average over lengths, only at steps every length has (the within-checkpoint mean).
+            full = sorted(st for st, c in steps_all.items() if c == len(lines))
+            avg = [(st, sum(dict(l["points"])[st] for l in lines) / len(lines)) for st in full]
+            by_step.append({"run": r["run"]["name"], "lines": lines, "avg": avg})
+    return {"by_length": by_length, "by_step": by_step}

@@ -1,0 +1,134 @@
+"""CSV, JSON and Markdown tables of what the leaderboard page shows.
+
+    from leaderboards.export import to_csv, to_json, to_markdown
+    to_csv(board)                    # scores view, every row
+    to_csv(board, view="delta")      # the delta-vs-baseline view (needs --baseline)
+
+The page embeds `table_data(board)` and its download buttons serialise the rows still visible,
+in their current order, with the same header and cell strings as these functions.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+VIEWS = ("scores", "delta")
+_FIXED = ["Run", "Model", "Mode", "Checkpoints"]
+
+
+def _cells_key(view: str) -> str:
+    assert view in VIEWS, view
+    return "cells" if view == "scores" else "delta"
+
+
+def _views(board: dict) -> list[str]:
+    return ["scores", "delta"] if board.get("baseline") else ["scores"]
+
+
+def _col_name(col: dict) -> str:
+    return f"{col['group']} {col['label']}"
+
+
+def _num(v) -> str:
+    return "" if v is None else f"{v:.2f}"
+
+
+def csv_table(board: dict, view: str = "scores") -> dict:
+    """Header and one list of strings per row (id kept so the page can filter and reorder)."""
+    key = _cells_key(view)
+    header = list(_FIXED)
+    for col in board["columns"]:
+        header.append(_col_name(col))
+        if col["numeric"] and view == "scores":
+            header.append(_col_name(col) + " std")
+    header.append("Flags")
+    rows = []
+    for row in board["rows"]:
+        vals = [row["run"], row["model"], row["mode"], row["checkpoints"]]
+        for col in board["columns"]:
+            cell = row[key][col["id"]]
+            if not col["numeric"]:
+                vals.append(cell["text"] if cell["text"] != "—" else "")
+            elif view == "delta" and row["is_baseline"]:
+                vals.append("base" if cell["value"] is not None else "")
+            else:
+                vals.append(_num(cell["value"]))
+            if col["numeric"] and view == "scores":
+                vals.append(_num(cell.get("std")))
+        vals.append("; ".join(row["flags"] if view == "scores" else row["delta_flags"]))
+        rows.append({"id": row["id"], "values": vals})
+    return {"header": header, "rows": rows}
+
+
+def json_table(board: dict, view: str = "scores") -> dict:
+    key = _cells_key(view)
+    keep = ("value", "std", "min", "max", "n", "steps", "num_samples", "text", "reason")
+    return {
+        "title": board["title"], "view": view, "baseline": board["baseline"],
+        "threshold": board["threshold_text"],
+        "columns": [{"id": c["id"], "suite": c["suite"], "group": c["group"], "label": c["label"]} for c in board["columns"]],
+        "rows": [{
+            "id": row["id"], "run": row["run"], "model": row["model"], "mode": row["mode"],
+            "checkpoints": row["checkpoints"], "steps": row["steps"],
+            "flags": row["flags"] if view == "scores" else row["delta_flags"],
+            "cells": {cid: {k: cell.get(k) for k in keep if k in cell} for cid, cell in row[key].items()},
+        } for row in board["rows"]],
+    }
+
+
+def table_data(board: dict) -> dict:
+    """What the page embeds for its download buttons."""
+    return {v: {"csv": csv_table(board, v), "json": json_table(board, v)} for v in _views(board)}
+
+
+def to_csv(board: dict, view: str = "scores") -> str:
+    t = csv_table(board, view)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(t["header"])
+    for r in t["rows"]:
+        w.writerow(r["values"])
+    return buf.getvalue()
+
+
+def to_json(board: dict, view: str = "scores") -> str:
+    return json.dumps(json_table(board, view), indent=2, ensure_ascii=False) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    # Pipes break the table; angle brackets and ampersands would be live HTML where Markdown renders.
+    return (text.replace("\\", "\\\\").replace("|", "\\|").replace("&", "&amp;")
+            .replace("<", "&lt;").replace(">", "&gt;").replace("\n", " "))
+
+
+def to_markdown(board: dict, view: str = "scores") -> str:
+    """A pipe table for papers and READMEs: mean ± std, best per column in bold, missing as —."""
+    key = _cells_key(view)
+    cols = board["columns"]
+    header = ["Run", "Mode", "Checkpoints"] + [_col_name(c) for c in cols]
+    align = [":--", ":--", ":--"] + ["--:" for _ in cols]
+    lines = ["| " + " | ".join(_md_escape(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
+    for row in board["rows"]:
+        name = _md_escape(row["run"]) + (" ⚑" if (row["flags"] if view == "scores" else row["delta_flags"]) else "")
+        vals = [name, _md_escape(row["mode"]), _md_escape(row["checkpoints"])]
+        for c in cols:
+            cell = row[key][c["id"]]
+            text = cell["text"]
+            if view == "scores" and c["numeric"] and cell["value"] is not None and cell.get("std") is not None:
+                text = f"{text} ± {cell['std']:.2f}"
+            if cell.get("best"):
+                text = f"**{text}**"
+            vals.append(_md_escape(text))
+        lines.append("| " + " | ".join(vals) + " |")
+    notes = []
+    if view == "scores":
+        notes.append("Scores ×100, mean ± std over checkpoints; best per column in bold; — = not available.")
+    else:
+        notes.append(f"Difference vs baseline run {_md_escape(board['baseline'])} (row minus baseline).")
+    if board["threshold_text"]:
+        notes.append(f"Effective-length threshold: {_md_escape(board['threshold_text'])}.")
+    if any(row["flags"] for row in board["rows"]):
+        notes.append("⚑ = evaluated task or length set differs from the other rows.")
+    return "\n".join(lines) + "\n\n" + " ".join(notes) + "\n"

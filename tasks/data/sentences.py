@@ -1,0 +1,60 @@
+"""Offline sentence splitting with the effect NLTK punkt (English) has on essay text.
+
+RULER splits its essay haystack with `nltk.sent_tokenize` (punkt, downloaded at run time) and
+inserts needles between sentences. On whitespace-normalised prose punkt breaks after a word
+ending in ".", "?" or "!" (closing quotes/brackets allowed after it) unless the word is a known
+abbreviation or an initial, or the period ends an ellipsis/abbreviation followed by a lowercase
+word. We split only at spaces, so sentences rejoined with " " give back the text.
+
+    from tasks.data.sentences import sentence_starts
+    starts = sentence_starts(words)   # word indices where sentences begin
+"""
+
+from __future__ import annotations
+
+import re
+
+# Common English abbreviations from punkt's English model (the ones that occur in essays).
+ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof st jr sr vs etc e.g i.e inc ltd co corp jan feb mar apr jun jul aug sep sept
+    oct nov dec no gen col lt sgt capt rev mt ft u.s u.k a.m p.m ph.d approx dept est fig vol""".split()
+)
+
+_END = re.compile(r"""[.?!]['"’”)\]]*$""")
+_CLOSERS = "'\"’”)]"
+
+
+def _is_break(word: str, nxt: str | None) -> bool:
+    if not _END.search(word):
+        return False
+    core = word.rstrip(_CLOSERS)
+    if core.endswith(("?", "!")):
+        return True
+    body = core[:-1].lstrip("(\"'“‘[").lower()
+    if body in ABBREVIATIONS:
+        return False
+    if len(body) == 1 and body.isalpha():  # an initial: "J. Smith"
+        return False
+    if core.endswith("..") and nxt is not None and nxt[:1].islower():  # ellipsis inside a sentence
+        return False
+    return True
+
+
+def sentence_starts(words: list[str], wrap: bool = False) -> list[int]:
+    """Indices of the words that begin a sentence (always includes 0).
+
+    `wrap`: treat the list as cyclic (the haystack repeats the corpus), so the decision after the
+    last word looks at the first word.
+    """
+    starts = [0] if words else []
+    for i, w in enumerate(words[:-1]):
+        if _is_break(w, words[i + 1]):
+            starts.append(i + 1)
+    return starts
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a whitespace-normalised text (for tests and callers that want strings)."""
+    words = text.strip().split(" ")
+    starts = sentence_starts(words) + [len(words)]
+    return [" ".join(words[a:b]) for a, b in zip(starts, starts[1:])]

@@ -1,0 +1,136 @@
+"""Where LongBench records come from: a local folder of the reference's jsonl files, or the hub.
+
+Offline (the usual case on evaluation machines) point HARNESS_LONGBENCH at a folder holding the
+reference's files, `<name>.jsonl` and `<name>_e.jsonl` (THUDM/LongBench's data.zip unpacks them
+into `data/`; either the folder or its `data/` subfolder works):
+
+    export HARNESS_LONGBENCH=/data/longbench        # or tasks.longbench.data.set_data_dir(path)
+
+Online, with no folder set, records come from the hub dataset THUDM/LongBench through `datasets`
+(config `<name>`, split test); when the hub offers only its data.zip, that file is downloaded and
+read the same way as a local folder. Missing data raises TaskUnavailable naming the fix, so the
+task is reported as unavailable, never scored 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from harness.errors import TaskUnavailable
+
+ENV_VAR = "HARNESS_LONGBENCH"
+HUB_REPO = "THUDM/LongBench"
+FIELDS = ("input", "context", "answers", "length", "dataset", "language", "all_classes", "_id")
+
+_data_dir: Path | None = None
+
+
+def set_data_dir(path: str | os.PathLike | None) -> None:
+    """Use this folder of jsonl files (the CLI's --longbench flag); None goes back to the env/hub."""
+    global _data_dir
+    if path is not None and not Path(path).is_dir():
+        raise TaskUnavailable(f"LongBench folder {path} does not exist: pass a folder holding the reference's <task>.jsonl files")
+    _data_dir = Path(path) if path is not None else None
+    load_records.cache_clear()
+
+
+def data_dir() -> Path | None:
+    if _data_dir is not None:
+        return _data_dir
+    env = os.environ.get(ENV_VAR)
+    return Path(env) if env else None
+
+
+def _offline() -> bool:
+    return any(os.environ.get(v, "").strip() not in ("", "0", "false", "False")
+               for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def _find_local(folder: Path, name: str) -> Path | None:
+    for cand in (folder / f"{name}.jsonl", folder / "data" / f"{name}.jsonl"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                raise TaskUnavailable(f"{path} line {n} is not JSON: re-extract the reference's LongBench data") from None
+            missing = [k for k in ("input", "context", "answers") if k not in rec]
+            if missing:
+                raise TaskUnavailable(f"{path} line {n} lacks {', '.join(missing)}: it is not a LongBench jsonl file")
+            records.append(rec)
+    return records
+
+
+def _from_hub(name: str) -> list[dict]:
+    errors = []
+    try:
+        from datasets import load_dataset
+
+        return [dict(r) for r in load_dataset(HUB_REPO, name, split="test")]
+    except Exception as exc:  # script-based hub repos fail on datasets>=4; try the raw files
+        errors.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    try:
+        import zipfile
+
+        from huggingface_hub import hf_hub_download
+
+        archive = Path(hf_hub_download(HUB_REPO, "data.zip", repo_type="dataset"))
+        out = archive.parent / "extracted"
+        if not (out / "data" / f"{name}.jsonl").is_file():
+            with zipfile.ZipFile(archive) as z:
+                z.extractall(out)
+        found = _find_local(out, name)
+        if found:
+            return _read_jsonl(found)
+        errors.append(f"data.zip has no {name}.jsonl")
+    except Exception as exc:
+        errors.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    raise TaskUnavailable(f"LongBench {name} could not be loaded from the hub ({'; '.join(errors)[:200]}): "
+                          f"set {ENV_VAR}=DIR with the reference's jsonl files")
+
+
+@lru_cache(maxsize=64)
+def _load(name: str, folder: Path | None) -> tuple[tuple[dict, ...], str]:
+    if folder is not None:
+        path = _find_local(folder, name)
+        if path is None:
+            raise TaskUnavailable(f"LongBench file {name}.jsonl not found in {folder}: unzip THUDM/LongBench's data.zip there "
+                                  f"or point {ENV_VAR} at the folder that holds it")
+        records = _read_jsonl(path)
+    elif _offline():
+        raise TaskUnavailable(f"LongBench data for {name} not found (offline): set {ENV_VAR}=DIR to a folder with the "
+                              "reference's jsonl files (THUDM/LongBench data.zip)")
+    else:
+        records = _from_hub(name)
+    if not records:
+        raise TaskUnavailable(f"LongBench {name} has no records: re-extract the reference's data")
+    digest = hashlib.sha256()
+    for r in records:  # hash the content, so a local folder and the hub copy hash the same
+        digest.update(json.dumps({k: r.get(k) for k in FIELDS}, sort_keys=True, ensure_ascii=False).encode())
+        digest.update(b"\n")
+    return tuple(records), digest.hexdigest()[:16]
+
+
+def load_records(name: str) -> tuple[dict, ...]:
+    """The records of LongBench dataset `name` (e.g. "trec" or "trec_e"), in file order."""
+    return _load(name, data_dir())[0]
+
+
+def records_hash(name: str) -> str:
+    return _load(name, data_dir())[1]
+
+
+load_records.cache_clear = _load.cache_clear  # type: ignore[attr-defined]

@@ -1,0 +1,235 @@
+"""RULER needle-in-a-haystack tasks (niah_single_1/2/3, niah_multikey_1/2/3, niah_multivalue,
+niah_multiquery). Paper: RULER (Hsieh et al., 2024); reference NVIDIA/RULER
+scripts/data/synthetic/niah.py with scripts/synthetic.yaml. Metric: string_match_all.
+
+Haystacks: "noise" (the grass-is-green line repeated, needles at random line positions),
+"essay" (Paul Graham essays, needles between sentences at depths drawn from 40 evenly spaced
+values), "needle" (distractor needles with random keys and values). Units for length fitting:
+one noise line, one essay word, one distractor needle.
+
+    harness generate --tasks niah_single_1 --lengths 4k --samples 10 --out data/
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.errors import TaskUnavailable
+from tasks.data import essays as essays_mod
+from tasks.data.words import random_pair, words_hash
+from tasks.ruler import templates as T
+from tasks.ruler.common import RulerTask
+from tasks.ruler.fitting import Counter, cumulative, sample_rng
+
+# np.round(np.linspace(0, 100, num=40, endpoint=True)).astype(int), as the reference.
+DEPTHS = [int(d) for d in np.round(np.linspace(0, 100, num=40, endpoint=True)).astype(int)]
+
+
+def random_value(kind: str, rng) -> str:
+    if kind == "numbers":  # 7 digits: randint(10**6, 10**7 - 1)
+        return str(rng.randint(10**6, 10**7 - 1))
+    if kind == "words":
+        return random_pair(rng)
+    if kind == "uuids":
+        return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    raise AssertionError(kind)
+
+
+@dataclass
+class NiahConfig:
+    haystack: str  # noise | essay | needle
+    type_k: str
+    type_v: str
+    num_k: int = 1
+    num_v: int = 1
+    num_q: int = 1
+
+
+def _noise_line_cost(counter: Counter) -> int:
+    key = "noise_line"
+    if key not in counter.tables:
+        three = "\n".join([T.NOISE] * 3)
+        two = "\n".join([T.NOISE] * 2)
+        a, b = counter.pieces([three, two])
+        counter.tables[key] = a - b
+    return counter.tables[key]
+
+
+def _essay_cum(counter: Counter, essays) -> np.ndarray:
+    """cum[k] = tokens of the first k corpus words joined with spaces (one tokenization, cached)."""
+    key = ("essay_cum", essays.hash)
+    if key not in counter.tables:
+        text = " ".join(essays.words)
+        enc = counter.backend.encode(text, add_special_tokens=False)
+        starts = np.fromiter((s for s, _ in enc.offsets), dtype=np.int64, count=len(enc.offsets))
+        lens = np.fromiter((len(w) for w in essays.words), dtype=np.int64, count=len(essays.words))
+        ends = np.cumsum(lens + 1) - 1  # char offset just past each word
+        cum = np.zeros(len(essays.words) + 1, dtype=np.int64)
+        cum[1:] = np.searchsorted(starts, ends, side="left")
+        cum[-1] = len(enc.ids)
+        counter.tables[key] = cum
+    return counter.tables[key]
+
+
+class NiahPlan:
+    def __init__(self, cfg: NiahConfig, parts: tuple, counter: Counter, essays=None):
+        self.cfg, self.parts, self.counter, self.essays = cfg, parts, counter, essays
+        rng = sample_rng(*parts)
+        num_k = max(cfg.num_k, cfg.num_q)
+        keys, values, needles = [], [], []
+        for _ in range(num_k):
+            keys.append(random_value(cfg.type_k, rng))
+            vals = []
+            for _ in range(cfg.num_v):
+                vals.append(random_value(cfg.type_v, rng))
+                needles.append(T.NEEDLE.format(type_needle_v=cfg.type_v, key=keys[-1], value=vals[-1]))
+            values.append(vals)
+        rng.shuffle(needles)
+        self.needles = needles
+        self.keys = set(keys)
+        picked = rng.sample(range(num_k), cfg.num_q)
+        queries = [keys[i] for i in picked]
+        self.references = [a for i in picked for a in values[i]]
+        self.query = ", ".join(queries[:-1]) + ", and " + queries[-1] if len(queries) > 1 else queries[0]
+        template, prefix, type_v = T.NIAH_TEMPLATE, T.NIAH_ANSWER_PREFIX, cfg.type_v
+        if cfg.num_q * cfg.num_v == 1:
+            template, prefix, type_v = T.niah_singular(template), T.niah_singular(prefix), type_v[:-1]
+        self.template = template.replace("{type_needle_v}", type_v).replace("{query}", self.query)
+        self.prefix = prefix.format(type_needle_v=type_v, query=self.query)
+        self.depths = rng.sample(DEPTHS, len(needles)) if cfg.haystack == "essay" else None
+        self.max_units = None
+        if cfg.haystack == "essay":
+            self.min_units = 1
+            self.cum = _essay_cum(counter, essays)
+        elif cfg.haystack == "noise":
+            self.min_units = len(needles)
+            self.line = _noise_line_cost(counter)
+        else:
+            self.min_units = len(needles)
+            self._drng = sample_rng(*parts, "distractors")
+            self.distractors: list[str] = []
+            self._dcum = np.zeros(1, dtype=np.int64)
+            self._dbase = None
+
+    # -- rendering ---------------------------------------------------------------------------
+    def _lines(self, n: int, base: list[str]) -> str:
+        r = sample_rng(*self.parts, "positions", n)
+        lines = list(base)
+        for index, element in zip(sorted(r.sample(range(n), len(self.needles)), reverse=True), self.needles):
+            lines.insert(index, element)
+        return "\n".join(lines)
+
+    def _essay(self, n: int) -> str:
+        words, starts = self.essays.words, self.essays.starts
+        W = len(words)
+        if n > W:
+            reps = -(-n // W)
+            words = words * reps
+            starts = [c * W + s for c in range(reps) for s in starts]
+        starts = starts[: int(np.searchsorted(starts, n, side="left"))] + [n]
+        num_sents = len(starts) - 1
+        pos = [0] + sorted(int(num_sents * (d / 100)) for d in self.depths) + [num_sents]
+        parts = []
+        for i in range(1, len(pos)):
+            parts.append(" ".join(words[starts[pos[i - 1]]:starts[pos[i]]]))
+            if i - 1 < len(self.needles):
+                parts.append(self.needles[i - 1])
+        return " ".join(parts)
+
+    def render(self, n: int) -> tuple[str, str]:
+        h = self.cfg.haystack
+        if h == "essay":
+            context = self._essay(n)
+        elif h == "noise":
+            context = self._lines(n, [T.NOISE] * n)
+        else:
+            self._extend(n)
+            context = self._lines(n, self.distractors[:n])
+        return self.template.replace("{context}", context, 1), self.prefix
+
+    # -- token model ---------------------------------------------------------------------------
+    def _extend(self, n: int) -> None:
+        """Draw distractor needles up to n (a fixed stream) and their token costs."""
+        if len(self.distractors) >= n:
+            return
+        cfg, new, pieces = self.cfg, [], []
+        while len(self.distractors) + len(new) < n + 64:
+            k = random_value(cfg.type_k, self._drng)
+            if k in self.keys:  # a distractor must never answer the query
+                continue
+            v = random_value(cfg.type_v, self._drng)
+            new.append(T.NEEDLE.format(type_needle_v=cfg.type_v, key=k, value=v))
+            pieces += [" " + k, " " + v]
+        costs = np.asarray(self.counter.pieces(pieces), dtype=np.int64).reshape(-1, 2).sum(axis=1)
+        if self._dbase is None:
+            # tokens of "\n<needle>" in context beyond its key and value pieces
+            line, a, b = "\n".join([T.NOISE, new[0]]), T.NOISE, new[0]
+            whole, noise_alone = self.counter.pieces([line, a])
+            self._dbase = whole - noise_alone - int(costs[0])
+        self.distractors += new
+        self._dcum = np.concatenate([self._dcum, self._dcum[-1] + np.cumsum(costs + self._dbase)])
+
+    def guess(self, tokens_left: float) -> int:
+        if self.cfg.haystack == "needle":
+            self._extend(64)
+            mean = self._dcum[-1] / (len(self._dcum) - 1)
+            return int(self.min_units + tokens_left / mean * 1.01) + 8
+        if self.cfg.haystack == "noise":
+            return int(self.min_units + tokens_left / self.line) + 1
+        return int(tokens_left / (self.cum[-1] / (len(self.cum) - 1))) + 1
+
+    def model(self, n: np.ndarray) -> np.ndarray:
+        h = self.cfg.haystack
+        if h == "noise":
+            return n * self.line
+        if h == "essay":
+            W = len(self.cum) - 1
+            return (n // W) * self.cum[-1] + self.cum[n % W]
+        self._extend(int(n.max()))
+        return self._dcum[n]
+
+    def metadata(self, n: int) -> dict:
+        return {"haystack": self.cfg.haystack}
+
+
+class NiahTask(RulerTask):
+    metric = "string_match_all"
+    max_new_tokens = T.NIAH_TOKENS
+    config: NiahConfig
+
+    def __init__(self, essays_path: str | None = None):
+        self.essays_path = essays_path
+
+    def _essays(self):
+        return essays_mod.load_essays(self.essays_path) if self.config.haystack == "essay" else None
+
+    def check_available(self) -> None:
+        self._essays()
+
+    def dataset_hash(self) -> str:
+        e = self._essays()
+        return f"words:{words_hash()}" + (f";essays:{e.hash}" if e else "")
+
+    def plan(self, length, parts, counter, index):
+        return NiahPlan(self.config, parts, counter, self._essays())
+
+
+def _make(name: str, cfg: NiahConfig) -> type[NiahTask]:
+    return type(f"Niah_{name}", (NiahTask,), {"name": name, "config": cfg, "__doc__": f"RULER {name}."})
+
+
+NIAH_TASKS = [
+    _make("niah_single_1", NiahConfig("noise", "words", "numbers")),
+    _make("niah_single_2", NiahConfig("essay", "words", "numbers")),
+    _make("niah_single_3", NiahConfig("essay", "words", "uuids")),
+    _make("niah_multikey_1", NiahConfig("essay", "words", "numbers", num_k=4)),
+    _make("niah_multikey_2", NiahConfig("needle", "words", "numbers")),
+    _make("niah_multikey_3", NiahConfig("needle", "uuids", "uuids")),
+    _make("niah_multivalue", NiahConfig("essay", "words", "numbers", num_v=4)),
+    _make("niah_multiquery", NiahConfig("essay", "words", "numbers", num_q=4)),
+]
+
+__all__ = ["NIAH_TASKS", "NiahTask", "NiahConfig", "DEPTHS", "TaskUnavailable"]

@@ -1,0 +1,125 @@
+"""MMLU and HellaSwag data: local files offline, the hub (cais/mmlu, Rowan/hellaswag) online.
+
+Local layouts (the hub datasets' rows, as jsonl):
+    HARNESS_MMLU=DIR       DIR/test.jsonl and DIR/dev.jsonl, rows {question, subject, choices, answer}
+                           (cais/mmlu "all"; answer is the index 0-3 of the right choice)
+    HARNESS_HELLASWAG=DIR  DIR/validation.jsonl, rows {ind, activity_label, ctx_a, ctx_b, ctx,
+                           endings, source_id, split, split_type, label}
+Either way the rows are written once per content hash under the harness cache as plain jsonl
+files that lm-eval reads with `dataset_path: json` (MMLU split per subject, as lm-eval's tasks are).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from harness.errors import TaskUnavailable
+
+MMLU_ENV = "HARNESS_MMLU"
+HELLASWAG_ENV = "HARNESS_HELLASWAG"
+
+
+def _offline() -> bool:
+    return any(os.environ.get(v, "").strip() not in ("", "0", "false", "False") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "longctx-harness")) / "short"
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _hash_rows(*splits: list[dict]) -> str:
+    h = hashlib.sha256()
+    for rows in splits:
+        for r in rows:
+            h.update(json.dumps(r, sort_keys=True, ensure_ascii=False).encode() + b"\n")
+        h.update(b"--split--")
+    return h.hexdigest()[:16]
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def _rows(env: str, files: list[str], hub: tuple[str, str | None], what: str) -> list[list[dict]]:
+    folder = os.environ.get(env)
+    if folder:
+        paths = [Path(folder) / f for f in files]
+        missing = [str(p) for p in paths if not p.is_file()]
+        if missing:
+            raise TaskUnavailable(f"{what} file {missing[0]} not found: {env} must name a folder with {', '.join(files)}")
+        return [_read_jsonl(p) for p in paths]
+    if _offline():
+        raise TaskUnavailable(f"{what} data not found (offline): set {env}=DIR to a folder with {', '.join(files)}")
+    try:
+        from datasets import load_dataset
+
+        return [[dict(r) for r in load_dataset(hub[0], hub[1], split=f.removesuffix(".jsonl"))] for f in files]
+    except Exception as exc:
+        raise TaskUnavailable(f"{what} could not be loaded from the hub ({str(exc).splitlines()[0][:150] if str(exc) else type(exc).__name__}): "
+                              f"set {env}=DIR with {', '.join(files)}") from None
+
+
+@lru_cache(maxsize=4)
+def _mmlu(folder_key: str | None) -> tuple[dict[str, dict[str, str]], list[tuple[str, int]], str]:
+    test, dev = _rows(MMLU_ENV, ["test.jsonl", "dev.jsonl"], ("cais/mmlu", "all"), "MMLU")
+    digest = _hash_rows(test, dev)
+    by_subject: dict[str, dict[str, list[dict]]] = {}
+    for split, rows in (("test", test), ("dev", dev)):
+        for r in rows:
+            by_subject.setdefault(r["subject"], {"test": [], "dev": []})[split].append(r)
+    root = _cache_root() / f"mmlu-{digest}"
+    files: dict[str, dict[str, str]] = {}
+    order: list[tuple[str, int]] = []
+    for subject in sorted(by_subject):
+        splits = by_subject[subject]
+        if not splits["test"]:
+            continue
+        if len(splits["dev"]) < 5:
+            raise TaskUnavailable(f"MMLU subject {subject} has {len(splits['dev'])} dev rows, 5-shot needs 5: use the full dev split")
+        files[subject] = {}
+        for split in ("test", "dev"):
+            path = root / subject / f"{split}.jsonl"
+            if not path.is_file():
+                _write_jsonl(path, splits[split])
+            files[subject][split] = str(path)
+        order += [(subject, i) for i in range(len(splits["test"]))]
+    return files, order, digest
+
+
+def mmlu_files() -> tuple[dict[str, dict[str, str]], list[tuple[str, int]], str]:
+    """({subject: {"test": path, "dev": path}}, [(subject, doc_id)] in global index order, data hash)."""
+    return _mmlu(os.environ.get(MMLU_ENV))
+
+
+@lru_cache(maxsize=4)
+def _hellaswag(folder_key: str | None) -> tuple[str, int, str]:
+    (rows,) = _rows(HELLASWAG_ENV, ["validation.jsonl"], ("Rowan/hellaswag", None), "HellaSwag")
+    digest = _hash_rows(rows)
+    path = _cache_root() / f"hellaswag-{digest}" / "validation.jsonl"
+    if not path.is_file():
+        _write_jsonl(path, rows)
+    return str(path), len(rows), digest
+
+
+def hellaswag_file() -> tuple[str, int, str]:
+    """(validation jsonl path, number of rows, data hash)."""
+    return _hellaswag(os.environ.get(HELLASWAG_ENV))
+
+
+def clear_caches() -> None:
+    _mmlu.cache_clear()
+    _hellaswag.cache_clear()

@@ -1,0 +1,35 @@
+"""Suites that span families, and the category table the aggregator reads.
+
+    harness eval --suite paper ...        RULER (13) + LongBench (21) + MMLU + HellaSwag
+    harness eval --suite paper --exclude niah_multikey_3,cwe ...   the paper's LLaMA-2 choice
+
+`suite_categories(name)` gives {category: [tasks]} for suites whose report groups tasks into
+categories (a category's score is the unweighted mean of its tasks); {} for the others. In "paper"
+LongBench's few-shot category is shown as "LongBench ICL", as in the paper's table.
+"""
+
+from __future__ import annotations
+
+from tasks.longbench.prompts import DATASETS as LONGBENCH_TASKS
+from tasks.longbench.tasks import SUITE_CATEGORIES as _LONGBENCH_CATEGORIES
+from tasks.registry import register_suite
+
+# RULER's 13 tasks in its README order (registered by tasks.ruler).
+RULER_TASKS = [
+    "niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2", "niah_multikey_3",
+    "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe", "qa_1", "qa_2",
+]
+SHORT_TASKS = ["mmlu", "hellaswag"]
+PAPER_TASKS = RULER_TASKS + list(LONGBENCH_TASKS) + SHORT_TASKS
+
+_CATEGORIES: dict[str, dict[str, list[str]]] = {
+    **_LONGBENCH_CATEGORIES,
+    "paper": {"RULER": list(RULER_TASKS), **_LONGBENCH_CATEGORIES["longbench"], "MMLU": ["mmlu"], "HellaSwag": ["hellaswag"]},
+}
+
+
+def suite_categories(name: str) -> dict[str, list[str]]:
+    return {k: list(v) for k, v in _CATEGORIES.get(name, {}).items()}
+
+
+register_suite("paper", PAPER_TASKS, "The paper's table: RULER (13) + LongBench (21) + MMLU + HellaSwag")

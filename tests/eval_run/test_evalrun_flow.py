@@ -1,0 +1,94 @@
+"""`harness eval` end to end on tiny local checkpoints, checked against a bare transformers loop."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+
+from harness.cli import main
+
+SPEC = "ckpt-<10..20>"
+
+
+def _eval(root, out, *extra):
+    return main(["eval", "--ckpts", f"{root}/{SPEC}", "--suite", "toy", "--lengths", "1k", "--samples", "3",
+                 "--out", str(out), "--no-progress", *extra])
+
+
+def _reference_scores(ckpt_dir, task_name, n, tokenizer):
+    """Per-sample scores from model.generate one prompt at a time (no harness runner, no store)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from tasks.generate import generate_samples
+    from tasks.registry import get_task
+
+    task = get_task(task_name)
+    model = AutoModelForCausalLM.from_pretrained(str(ckpt_dir), dtype=torch.float32)
+    scores = []
+    for s in generate_samples(task, 1024, range(n), tokenizer, seed=42, cache_dir=False):
+        ids = torch.tensor([tokenizer(s.prompt)["input_ids"]])
+        out = model.generate(ids, do_sample=False, max_new_tokens=s.max_new_tokens, pad_token_id=tokenizer.pad_token_id)
+        scores.append(task.score(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True), s))
+    return scores
+
+
+def test_eval_end_to_end_matches_bare_loop_and_resumes_as_noop(ckpt_series, bpe_tokenizer, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _eval(ckpt_series, out) == 0
+    printed = capsys.readouterr().out
+    assert "toy_digits" in printed and "Average (2/2)" in printed
+
+    records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()[1:]]
+    assert len(records) == 2 * 2 * 3  # checkpoints x tasks x samples
+    assert {r["checkpoint"]["step"] for r in records} == {10, 20}
+    r0 = records[0]
+    assert r0["settings"]["max_model_len"] == 2048 and r0["settings"]["template"] == "none"
+    assert r0["run"] == out.name or r0["run"] == ckpt_series.name
+
+    results = json.loads((out / "results.json").read_text())
+    suite = results["suites"]["toy"]
+    per_length = {}
+    for task in ("toy_digits", "toy_words"):
+        for step in (10, 20):
+            expected = 100 * statistics.mean(_reference_scores(ckpt_series / f"ckpt-{step}", task, 3, bpe_tokenizer))
+            assert suite["per_task"][task]["1024"]["per_step"][str(step)] == pytest.approx(expected)
+            per_length.setdefault(step, []).append(expected)
+    avgs = [statistics.mean(v) for v in per_length.values()]
+    assert suite["per_length"]["1024"]["mean"] == pytest.approx(statistics.mean(avgs))
+    assert suite["per_length"]["1024"]["std"] == pytest.approx(statistics.stdev(avgs))
+    assert results["provenance"]["backend"] == "hf" and results["provenance"]["checkpoint_steps"] == [10, 20]
+
+    # The same command again: nothing recomputed, store unchanged, same results.
+    before = (out / "samples.jsonl").read_bytes()
+    assert _eval(ckpt_series, out) == 0
+    assert (out / "samples.jsonl").read_bytes() == before
+    again = json.loads((out / "results.json").read_text())
+    assert again["suites"] == results["suites"]
+
+
+def test_more_samples_extend_store_and_fewer_report_subset(ckpt_series, tmp_path):
+    out = tmp_path / "out"
+    assert main(["eval", "--ckpts", f"{ckpt_series}/ckpt-20", "--tasks", "toy_words", "--lengths", "1k",
+                 "--samples", "2", "--out", str(out), "--no-progress"]) == 0
+    first = (out / "samples.jsonl").read_text().splitlines()
+    assert main(["eval", "--ckpts", f"{ckpt_series}/ckpt-20", "--tasks", "toy_words", "--lengths", "1k",
+                 "--samples", "4", "--out", str(out), "--no-progress"]) == 0
+    second = (out / "samples.jsonl").read_text().splitlines()
+    assert second[: len(first)] == first and len(second) == len(first) + 2  # only indices 2, 3 were run
+    assert main(["eval", "--ckpts", f"{ckpt_series}/ckpt-20", "--tasks", "toy_words", "--lengths", "1k",
+                 "--samples", "1", "--out", str(out), "--no-progress"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    cell = res["suites"]["custom"]["per_task"]["toy_words"]["1024"]
+    rec = [json.loads(x) for x in second[1:] if json.loads(x)["index"] == 0][0]
+    assert cell["mean"] == pytest.approx(100 * rec["score"]) and cell["num_samples"] == 1
+
+
+def test_excluded_task_is_listed_not_averaged(ckpt_series, tmp_path):
+    out = tmp_path / "out"
+    assert _eval(ckpt_series, out, "--exclude", "toy_words", "--last", "1") == 0
+    suite = json.loads((out / "results.json").read_text())["suites"]["toy"]
+    assert suite["excluded"] == ["toy_words"] and suite["evaluated"] == ["toy_digits"]
+    assert suite["per_length"]["1024"]["tasks_covered"] == 1 and suite["per_length"]["1024"]["tasks_total"] == 2

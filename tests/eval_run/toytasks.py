@@ -1,0 +1,67 @@
+"""Two tiny generate-kind tasks for the eval-loop tests (the RULER tasks live in tasks/ruler).
+
+Importing this module registers `toy_digits` and `toy_words` and the suite `toy`. Random tiny
+models often emit digits and common words, so scores are neither all 0 nor all 1, which lets the
+tests tell a right aggregate from a wrong one.
+"""
+
+from __future__ import annotations
+
+import random
+
+from tasks.base import Sample, Task
+from tasks.registry import register_suite, register_task
+from tasks.tokenization import count_tokens
+
+NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.\n"
+
+
+class _Toy(Task):
+    family = "toy"
+    metric = "toy"
+    max_new_tokens = 16
+
+    def _question(self, rng) -> tuple[str, tuple[str, ...]]:
+        raise NotImplementedError
+
+    def sample(self, length, index, seed, tokenizer):
+        rng = random.Random(f"{self.name}-{seed}-{length}-{index}")
+        question, refs = self._question(rng)
+        prefix = f" Answer {rng.randrange(1000)}"  # varies the last tokens, so predictions vary
+        budget = length - self.max_new_tokens
+        n = max(0, (budget - count_tokens(tokenizer, question + prefix)) // 24)
+        while n > 0 and count_tokens(tokenizer, NOISE * n + question + prefix) > budget:
+            n -= 1
+        text = NOISE * n + question
+        num = count_tokens(tokenizer, text + prefix)
+        assert num + self.max_new_tokens <= length
+        return Sample(self.name, self.version, length, index, seed, text, prefix, refs, self.max_new_tokens,
+                      num, "", {"lines": n})
+
+
+@register_task
+class ToyDigits(_Toy):
+    name = "toy_digits"
+    version = "2"
+
+    def _question(self, rng):
+        return f"Say a number like {rng.randrange(10**6)}.", (str(rng.randrange(10)),)
+
+    def score(self, prediction, sample):  # whether the reference digit appears
+        return 1.0 if sample.references[0] in prediction else 0.0
+
+
+@register_task
+class ToyWords(_Toy):
+    name = "toy_words"
+    version = "2"
+    LETTERS = "bcdfghjkmpqvwxyz"
+
+    def _question(self, rng):
+        return "Name some words.", tuple(rng.sample(self.LETTERS, 3))
+
+    def score(self, prediction, sample):  # share of the reference letters in the prediction
+        return sum(r in prediction.lower() for r in sample.references) / len(sample.references)
+
+
+register_suite("toy", ["toy_digits", "toy_words"], help="test-only toy suite")

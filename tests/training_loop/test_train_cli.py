@@ -1,0 +1,70 @@
+"""`harness train` end to end (data files -> checkpoints eval can select) and its one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.cli import main
+
+
+def _args(model, data, out, *extra):
+    return ["train", "--model", str(model), "--data", str(data), "--out", str(out), "--mode", "anchor",
+            "--window", "64", "--steps", "3", "--dtype", "fp32", "--no-progress", *extra]
+
+
+def test_train_cli_writes_evaluable_checkpoints(tiny_llama_dir, corpus_path, tmp_path, capsys):
+    from harness.checkpoints import select_checkpoints
+    from training.logging import read_log
+
+    out = tmp_path / "run"
+    code = main(_args(tiny_llama_dir, corpus_path, out, "--save-every", "1", "--keep-last", "2", "--rope-theta", "5e5",
+                      "--domain-tags", "domain", "--interleave-chunks", "2", "--max-docs", "40", "--lr", "1e-3"))
+    assert code == 0, capsys.readouterr().err
+    ckpts = select_checkpoints(f"{out}/ckpt-<0..9>")
+    assert [c.step for c in ckpts] == [2, 3]
+    meta = ckpts[-1].training
+    assert (meta["window"], meta["rope_theta"], meta["domain_tags"], meta["interleave_chunks"], meta["attention_kernel"]) == \
+        (64, 5e5, "domain", 2, "sdpa-doc")
+    config = json.loads((out / "ckpt-3" / "config.json").read_text())
+    assert config["max_position_embeddings"] == 64 and config["rope_parameters"]["rope_theta"] == 5e5
+    rows = read_log(out / "log.jsonl")
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert all(r["tokens_per_s"] > 0 and r["lr"] == 1e-3 and r["loss_tokens"] > 0 for r in rows)
+    # Same command again: resumes from the final state and does nothing.
+    assert main(_args(tiny_llama_dir, corpus_path, out, "--save-every", "1", "--keep-last", "2", "--rope-theta", "5e5",
+                      "--domain-tags", "domain", "--interleave-chunks", "2", "--max-docs", "40", "--lr", "1e-3")) == 0
+    assert "already trained to step 3" in capsys.readouterr().out
+
+
+def test_train_cli_mixture(tiny_llama_dir, corpus_path, tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(_args(tiny_llama_dir, corpus_path, out, "--mixture", "tokens=20000", "--max-docs", "60", "--save-every", "3"))
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "Token Ratio" in captured.out  # the Appendix-C style table
+    assert (out / "ckpt-3" / "harness_training.json").exists()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"model": "/nonexistent/model"}, "model not found"),
+    ({"data": "/nonexistent/data.jsonl"}, "data not found"),
+    ({"extra": ["--window", "8"]}, "--window 8"),
+    ({"extra": ["--sp", "2"]}, "--sp 2 needs 2 processes"),
+    ({"extra": ["--mode", "full", "--interleave-chunks", "2"]}, "--interleave-chunks"),
+    ({"extra": ["--text-field", "body"]}, "text field 'body'"),
+    ({"extra": ["--mixture", "C4=1"]}, "tokens=N"),
+])
+def test_train_cli_user_errors_are_one_line(change, message, tiny_llama_dir, corpus_path, tmp_path, capsys):
+    model = change.get("model", tiny_llama_dir)
+    data = change.get("data", corpus_path)
+    assert main(_args(model, data, tmp_path / "run", *change.get("extra", []))) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and "\n" not in err, err
+
+
+def test_unknown_mode_exits_2(tiny_llama_dir, corpus_path, tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        main(_args(tiny_llama_dir, corpus_path, tmp_path / "run", "--mode", "sliding"))
+    assert exc.value.code == 2

@@ -1,0 +1,232 @@
+"""Reading training documents and tokenizing them for packing.
+
+Sources (`load_documents(source, tokenizer)`):
+- a .jsonl / .jsonl.gz / .parquet file with a text field (default "text") and optionally a domain
+  field (for --domain-tags) and a source field (for mixtures);
+- a directory: every such file in it, and every pre-tokenized shard, in sorted name order;
+- pre-tokenized shards: .npy (a 1-D integer array) or .bin (raw little-endian token ids, uint16
+  when the vocabulary has at most 65536 entries, else uint32). Convention: the shard is the
+  concatenation of documents, each ENDING in the tokenizer's EOS id; a BOS at a document start is
+  dropped (documents are trained without BOS). A shard must end in EOS;
+- anything else is taken as a Hugging Face hub dataset name, `NAME` or `NAME@SPLIT` (default
+  split "train"), streamed through `datasets` (needs network).
+
+Every document is tokenized WITHOUT special tokens and gets EOS appended; empty texts are skipped.
+The window anchor (`anchor_id`) is BOS when the tokenizer adds one, else EOS (Qwen-style).
+
+Run: ``python -m training.data SOURCE --tokenizer DIR`` prints document and token counts.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import UserError
+
+TEXT_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
+TOKEN_SUFFIXES = (".npy", ".bin")
+_BATCH = 256  # texts per tokenizer call: the fast tokenizer batches in Rust
+
+
+@dataclass
+class TokenizedDoc:
+    ids: list[int]
+    """Document tokens, no BOS, ending in EOS."""
+    tag_ids: list[int] | None
+    """Domain tag tokens to prepend (no loss on them), or None."""
+    source: str
+    """Mixture source: the source field, else the domain, else the file stem / dataset name."""
+
+
+def anchor_id(tokenizer) -> int:
+    """BOS when the tokenizer prepends BOS, else EOS (the paper's choice for Qwen)."""
+    from tasks.tokenization import adds_bos
+
+    if adds_bos(tokenizer):
+        return tokenizer.bos_token_id
+    if tokenizer.eos_token_id is None:
+        raise UserError("the tokenizer has neither BOS nor EOS: training needs one of them as the window anchor")
+    return tokenizer.eos_token_id
+
+
+def _suffix(path: Path) -> str:
+    name = path.name.lower()
+    return ".jsonl.gz" if name.endswith(".jsonl.gz") else path.suffix.lower()
+
+
+def _files(source: str) -> list[Path] | None:
+    path = Path(source).expanduser()
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if _suffix(p) in TEXT_SUFFIXES + TOKEN_SUFFIXES)
+        if not files:
+            raise UserError(f"no data files in {path}: expected {', '.join(TEXT_SUFFIXES + TOKEN_SUFFIXES)}")
+        return files
+    if path.is_file():
+        if _suffix(path) not in TEXT_SUFFIXES + TOKEN_SUFFIXES:
+            raise UserError(f"unsupported data file {path}: use {', '.join(TEXT_SUFFIXES + TOKEN_SUFFIXES)}")
+        return [path]
+    if source.startswith((".", "/", "~")) or source.endswith(TEXT_SUFFIXES + TOKEN_SUFFIXES):
+        raise UserError(f"data not found: {source}; pass an existing file, directory or hub dataset name")
+    return None
+
+
+def _records_jsonl(path: Path) -> Iterator[dict]:
+    opener = gzip.open if _suffix(path) == ".jsonl.gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"{path}:{n}: not valid JSON ({exc.msg}); fix or remove the line") from None
+            yield rec
+
+
+def _records_parquet(path: Path, fields: list[str]) -> Iterator[dict]:
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    missing = [f for f in fields if f not in pf.schema_arrow.names]
+    if missing:
+        raise UserError(f"{path} has no column {missing[0]!r} (columns: {', '.join(pf.schema_arrow.names)}); pass the right field flag")
+    for batch in pf.iter_batches(columns=fields, batch_size=1024):
+        yield from batch.to_pylist()
+
+
+def _records_hub(name: str) -> Iterator[dict]:
+    try:
+        import datasets
+    except ImportError:
+        from harness.errors import MissingExtra
+
+        raise MissingExtra("reading a hub dataset", "pip install datasets") from None
+    name, _, split = name.partition("@")
+    try:
+        yield from datasets.load_dataset(name, split=split or "train", streaming=True)
+    except Exception as exc:  # datasets raises many types for "not reachable / not found"
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UserError(f"cannot load hub dataset {name!r} ({first}); pass a local .jsonl/.parquet file or directory") from None
+
+
+def _token_docs(path: Path, tokenizer) -> Iterator[list[int]]:
+    import numpy as np
+
+    if _suffix(path) == ".npy":
+        arr = np.load(path, mmap_mode="r")
+    else:
+        arr = np.memmap(path, dtype="<u2" if len(tokenizer) <= 65536 else "<u4", mode="r")
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise UserError(f"{path}: a token shard must be a 1-D integer array, got {arr.dtype} of shape {arr.shape}")
+    eos, bos = tokenizer.eos_token_id, tokenizer.bos_token_id
+    if len(arr) == 0:
+        return
+    if int(arr[-1]) != eos:
+        raise UserError(f"{path} does not end with EOS (id {eos}): every document in a token shard must end with EOS")
+    ends = np.flatnonzero(np.asarray(arr) == eos)
+    start = 0
+    for end in ends.tolist():
+        doc = arr[start:end + 1].tolist()
+        if bos is not None and doc and doc[0] == bos:
+            doc = doc[1:]
+        if len(doc) > 1:  # a bare EOS is an empty document
+            yield doc
+        start = end + 1
+
+
+def load_documents(source: str, tokenizer, *, text_field: str = "text", domain_field: str | None = None,
+                   source_field: str | None = None, limit: int | None = None) -> Iterator[TokenizedDoc]:
+    """Tokenized documents from `source` (see the module docstring), at most `limit` of them."""
+    files = _files(source)
+    eos = tokenizer.eos_token_id
+    if eos is None:
+        raise UserError("the tokenizer has no EOS token: documents must end with EOS")
+    tag_cache: dict[str, list[int]] = {}
+    count = 0
+
+    def tag(domain) -> list[int]:
+        key = str(domain)
+        if key not in tag_cache:
+            tag_cache[key] = tokenizer(key, add_special_tokens=False)["input_ids"]
+        return tag_cache[key]
+
+    def from_records(records: Iterator[dict], where: str, default_source: str) -> Iterator[TokenizedDoc]:
+        nonlocal count
+        pending: list[tuple[str, str | None, str]] = []
+
+        def flush():
+            texts = [p[0] for p in pending]
+            for (text, domain, src), ids in zip(pending, tokenizer(texts, add_special_tokens=False)["input_ids"]):
+                yield TokenizedDoc(ids + [eos], tag(domain) if domain_field else None, src)
+            pending.clear()
+
+        for n, rec in enumerate(records, start=1):
+            if limit is not None and count >= limit:
+                break
+            text = rec.get(text_field)
+            if not isinstance(text, str):
+                raise UserError(f"{where}: record {n} has no text field {text_field!r}; pass --text-field with the right name")
+            domain = None
+            if domain_field:
+                domain = rec.get(domain_field)
+                if domain is None or domain == "":
+                    raise UserError(f"{where}: record {n} has no domain field {domain_field!r}; pass --domain-tags with a field every record has")
+            if not text.strip():
+                continue
+            src = rec.get(source_field) if source_field else None
+            pending.append((text, domain, str(src if src is not None else domain if domain is not None else default_source)))
+            count += 1
+            if len(pending) >= _BATCH:
+                yield from flush()
+        if pending:
+            yield from flush()
+
+    if files is None:
+        yield from from_records(_records_hub(source), source, source.partition("@")[0])
+        return
+    for path in files:
+        if limit is not None and count >= limit:
+            return
+        suffix = _suffix(path)
+        stem = path.name[: -len(suffix)]
+        if suffix in TOKEN_SUFFIXES:
+            if domain_field:
+                raise UserError(f"{path} is pre-tokenized and has no domain field: drop --domain-tags or use text data")
+            for ids in _token_docs(path, tokenizer):
+                if limit is not None and count >= limit:
+                    return
+                count += 1
+                yield TokenizedDoc(ids, None, stem)
+        elif suffix == ".parquet":
+            fields = [text_field] + [f for f in (domain_field, source_field) if f]
+            yield from from_records(_records_parquet(path, fields), str(path), stem)
+        else:
+            yield from from_records(_records_jsonl(path), str(path), stem)
+
+
+def _main() -> None:
+    import argparse
+
+    from tasks.tokenization import load_tokenizer
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("source")
+    ap.add_argument("--tokenizer", required=True)
+    ap.add_argument("--text-field", default="text")
+    ap.add_argument("--domain-field")
+    ap.add_argument("--limit", type=int)
+    args = ap.parse_args()
+    tok = load_tokenizer(args.tokenizer)
+    n = t = 0
+    for doc in load_documents(args.source, tok, text_field=args.text_field, domain_field=args.domain_field, limit=args.limit):
+        n += 1
+        t += len(doc.ids)
+    print(f"{n} documents, {t} tokens (anchor id {anchor_id(tok)})")
+
+
+if __name__ == "__main__":
+    _main()
