@@ -20,12 +20,13 @@ def embedded_dir() -> Path:
 
 def _training_text() -> list[str]:
     """Text the BPE is trained on: English word lists, digits, and the RULER prompt vocabulary."""
-    from wonderwords import random_word
+    from importlib.resources import files
 
     rng = random.Random(0)
     words: list[str] = []
     for word_file in ("nounlist.txt", "adjectivelist.txt", "verblist.txt"):
-        words += sorted(w.strip() for w in random_word._get_words_from_text_file(word_file) if w.strip())
+        text = files("wonderwords.assets").joinpath(word_file).read_text(encoding="utf-8")
+        words += sorted(w.strip() for w in text.splitlines() if w.strip())
     lines = []
     for _ in range(4000):
         lines.append(" ".join(rng.choice(words) for _ in range(12)) + ".")

@@ -17,13 +17,40 @@ from collections import Counter
 from pathlib import Path
 
 from harness.errors import UserError
-from tasks.lengths import format_length
+from tasks.lengths import format_length as _format_length
 
 SCHEMA_VERSION = 1
 
 # Display names; unknown suites/tasks show their own name.
-SUITE_LABELS = {"ruler": "RULER", "longbench": "LongBench", "short": "Short context", "icl": "ICL", "ppl": "Perplexity"}
+SUITE_LABELS = {"ruler": "RULER", "longbench": "LongBench", "short": "Short context", "icl": "ICL", "ppl": "Perplexity",
+                "paper": "Paper suite"}
+_PREFIX_LABELS = {"ruler": "RULER", "longbench": "LongBench", "icl": "ICL"}
+# Suites scored so that lower is better (perplexity): no "best" mark, colour scale reversed.
+LOWER_IS_BETTER = {"ppl"}
+# Column-group order; suites not listed come after, alphabetically.
+SUITE_ORDER = ["ruler", "paper", "longbench", "icl", "short", "ppl"]
+
+
+def format_length(value: int) -> str:
+    """Length label; 0 is the length tasks without length control (LongBench, MMLU) are stored at."""
+    return "any length" if int(value) == 0 else _format_length(int(value))
+
+
+def suite_label(name: str) -> str:
+    """"ruler" -> RULER, "ruler-llama2" -> RULER llama2, "longbench-icl" -> LongBench ICL."""
+    if name in SUITE_LABELS:
+        return SUITE_LABELS[name]
+    head, _, rest = name.partition("-")
+    if head in _PREFIX_LABELS and rest:
+        return f"{_PREFIX_LABELS[head]} {rest.upper() if len(rest) <= 3 else rest}"
+    return name
+
+
+def is_ruler(name: str) -> bool:
+    """RULER-type suites get wAvg and effective-length columns and the charts."""
+    return name == "ruler" or name.startswith("ruler-")
 TASK_LABELS = {"mmlu": "MMLU", "hellaswag": "HellaSwag"}
+TASK_ORDER = ["mmlu", "hellaswag"]  # the paper's table order
 SUMMARY_LABELS = {"avg": "Avg", "wavg_inc": "wAvg (inc)", "wavg_dec": "wAvg (dec)"}
 SUMMARY_HELP = {
     "avg": "Mean over lengths of the per-length average",
@@ -233,29 +260,32 @@ def _covered(suite: dict) -> tuple[int, int]:
 
 def _suite_columns(name: str, suites: list[dict]) -> list[dict]:
     """Columns of one suite group, from the union over runs of what they evaluated."""
-    label = SUITE_LABELS.get(name, name)
+    label = suite_label(name)
     cols: list[dict] = []
     many_tasks = any(len(s["tasks"]) > 3 for s in suites) or any(_covered(s)[0] != _covered(s)[1] for s in suites)
     if many_tasks:
         cols.append({"key": "tasks", "label": "Tasks", "help": "Tasks with scores / tasks in the suite"})
-    if name == "ruler" or not any(s.get("categories") for s in suites) and all(len(s["tasks"]) > 3 for s in suites):
+    if is_ruler(name) or not any(s.get("categories") for s in suites) and all(len(s["tasks"]) > 3 for s in suites):
         lengths = sorted({L for s in suites for L in _lengths(s)})
         cols += [{"key": f"len:{L}", "label": format_length(L), "length": L, "help": f"Average over tasks at {format_length(L)} tokens"} for L in lengths]
-        summary_keys = ["avg", "wavg_inc", "wavg_dec"] if name == "ruler" else ["avg"]
+        summary_keys = ["avg", "wavg_inc", "wavg_dec"] if is_ruler(name) else ["avg"]
         cols += [{"key": k, "label": SUMMARY_LABELS[k], "help": SUMMARY_HELP[k]} for k in summary_keys]
-        if name == "ruler":
+        if is_ruler(name):
             cols.append({"key": "eff", "label": "Eff. length", "help": "Effective length: largest length with the average above the threshold at it and every shorter length"})
     elif any(s.get("categories") for s in suites):
         cats: dict[str, set] = {}
         for s in suites:
             for cat, by_len in (s.get("categories") or {}).items():
                 cats.setdefault(cat, set()).update(int(L) for L in by_len)
-        multi = any(len(v) > 1 for v in cats.values())
-        for cat in sorted(cats):
+        order = list(dict.fromkeys(c for s in suites for c in (s.get("categories") or {})))
+        for cat in order:
+            short = cat.removeprefix(label + " ").strip() or cat
             for L in sorted(cats[cat]):
-                short = cat.removeprefix(label + " ").strip() or cat
-                cols.append({"key": f"cat:{cat}:{L}", "label": f"{short} {format_length(L)}" if multi else short,
-                             "category": cat, "length": L, "help": f"{cat} at {format_length(L)} tokens"})
+                col = {"key": f"cat:{cat}:{L}", "label": short, "category": cat, "length": L,
+                       "help": f"{cat}" + (f" at {format_length(L)} tokens" if L else "")}
+                if len(cats[cat]) > 1:  # a category at several lengths gets its own header group
+                    col.update(label=format_length(L), group=f"{label} · {cat}")
+                cols.append(col)
         cols.append({"key": "avg", "label": "Avg", "help": SUMMARY_HELP["avg"]})
     else:
         tasks: dict[str, set] = {}
@@ -263,7 +293,7 @@ def _suite_columns(name: str, suites: list[dict]) -> list[dict]:
             for t in s["tasks"]:
                 tasks.setdefault(t, set()).update(int(L) for L in (s["per_task"].get(t) or {}))
         multi = any(len(v) > 1 for v in tasks.values())
-        for t in sorted(tasks):
+        for t in sorted(tasks, key=lambda t: (TASK_ORDER.index(t) if t in TASK_ORDER else len(TASK_ORDER), t)):
             for L in sorted(tasks[t]) or [None]:
                 tl = TASK_LABELS.get(t, t)
                 cols.append({"key": f"task:{t}:{L}", "label": f"{tl} {format_length(L)}" if multi and L else tl,
@@ -271,14 +301,15 @@ def _suite_columns(name: str, suites: list[dict]) -> list[dict]:
         if len(tasks) > 1 and not multi:
             pass  # a two-task short suite reads better without an average nobody reports
     for c in cols:
-        c.update(suite=name, group=label, id=f"{name}/{c['key']}")
+        c.setdefault("group", label)
+        c.update(suite=name, id=f"{name}/{c['key']}")
         c["numeric"] = c["key"] not in ("tasks", "eff")
     return cols
 
 
-def _cell(run: dict, suite_name: str, col: dict, threshold: float | None, full_sets: dict) -> dict:
+def _cell(run: dict, suite_name: str, col: dict, threshold: float | None) -> dict:
     suite = run["suites"].get(suite_name)
-    label = SUITE_LABELS.get(suite_name, suite_name)
+    label = suite_label(suite_name)
     if suite is None:
         return _missing(f"no {label} results for this run")
     key = col["key"]
@@ -298,6 +329,8 @@ def _cell(run: dict, suite_name: str, col: dict, threshold: float | None, full_s
         tc, tt = stats.get("tasks_covered", covered), stats.get("tasks_total", total)
         cell = _stat_cell(stats, f"{label} {format_length(L)}", f"average of {tc}/{tt} tasks")
         thr = threshold if threshold is not None else (suite["summary"].get("effective_length") or {}).get("threshold")
+        if not is_ruler(suite_name):
+            return cell
         cell["above"] = thr is not None and cell["value"] > thr
         if thr is not None:
             cell["title"] += f"\n{'above' if cell['above'] else 'not above'} the threshold {thr:g}"
@@ -343,8 +376,12 @@ def _eff_cell(suite: dict, threshold: float | None) -> dict:
         if covered != total:
             return _missing(f"only {covered}/{total} tasks: effective length is shown for full suites only (pass --threshold to show it anyway)")
         value, text, note = eff.get("value"), eff.get("label") or "—", f"threshold {eff.get('threshold')}"
+    lengths = _lengths(suite)
+    if value is None and lengths and text == "below the first length":
+        text = f"< {format_length(lengths[0])}"  # short enough for the column; the title spells it out
+    # Sorts below every real length (0), yet is a value, not a missing cell.
     return {"value": value if value is not None else 0, "text": text, "reason": None, "partial": covered != total,
-            "title": f"effective length {text}: {note}"}
+            "title": f"effective length {text}" + (" (below the first length)" if value is None else "") + f": {note}"}
 
 
 def _color(t: float) -> str:
@@ -375,10 +412,11 @@ def _paint(rows: list[dict], columns: list[dict], cells_key: str, diverging: boo
             if diverging:
                 cell["color"] = _diverging(cell["value"], max(abs(lo), abs(hi)))
             else:
-                cell["color"] = _color((cell["value"] - lo) / (hi - lo) if hi > lo else 0.5)
+                t = (cell["value"] - lo) / (hi - lo) if hi > lo else 0.5
+                cell["color"] = _color(1 - t if col["suite"] in LOWER_IS_BETTER else t)
         comparable = [r[cells_key][col["id"]]["value"] for r in rows
                       if col["suite"] not in r["flag_suites"] and r[cells_key][col["id"]]["value"] is not None]
-        if diverging or len(comparable) < 2:
+        if diverging or len(comparable) < 2 or col["suite"] in LOWER_IS_BETTER:
             continue
         for r in rows:
             cell = r[cells_key][col["id"]]
@@ -398,7 +436,7 @@ def _flag_sets(runs: list[dict], suite_names: list[str], against: dict[str, tupl
             ref = (frozenset().union(*(s[0] for s in sets.values())), frozenset().union(*(s[1] for s in sets.values()))) if sets else None
         if ref is None or len(set(sets.values()) | {ref}) == 1:
             continue
-        label = SUITE_LABELS.get(sname, sname)
+        label = suite_label(sname)
         for name, (tasks, lengths) in sets.items():
             why = []
             if tasks != ref[0]:
@@ -411,6 +449,13 @@ def _flag_sets(runs: list[dict], suite_names: list[str], against: dict[str, tupl
             if why:
                 where[name].add(sname)
     return flags, where
+
+
+def _text(value) -> str:
+    """A run field for display: lists (several parents) joined, None as a dash."""
+    if value is None or value == "":
+        return "—"
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def _checkpoint_text(run: dict) -> tuple[str, list[int]]:
@@ -428,13 +473,13 @@ def build(runs: list[dict], baseline: str | None = None, threshold: float | None
     if threshold is not None and not (math.isfinite(threshold) and 0 <= threshold <= 100):
         raise UserError(f"--threshold {threshold} is outside 0..100: scores are percentages (RULER uses 85.6)")
 
-    order = ["ruler", "longbench"]
     present = {s for r in runs for s in r["suites"]}
-    suite_names = [s for s in order if s in present] + sorted(present - set(order))
+    rank = lambda s: next((i for i, p in enumerate(SUITE_ORDER) if s == p or s.startswith(p + "-")), len(SUITE_ORDER))  # noqa: E731
+    suite_names = sorted(present, key=lambda s: (rank(s), s))
     columns = [c for s in suite_names for c in _suite_columns(s, [r["suites"][s] for r in runs if s in r["suites"]])]
     groups = []
     for c in columns:
-        if groups and groups[-1]["suite"] == c["suite"]:
+        if groups and groups[-1]["suite"] == c["suite"] and groups[-1]["label"] == c["group"]:
             groups[-1]["span"] += 1
         else:
             groups.append({"suite": c["suite"], "label": c["group"], "span": 1})
@@ -451,10 +496,10 @@ def build(runs: list[dict], baseline: str | None = None, threshold: float | None
         info = run["run"]
         ckpt_text, steps = _checkpoint_text(run)
         row = {
-            "id": f"r{i}", "run": info["name"], "model": str(info.get("model") or "—"), "mode": str(info.get("mode") or "—"),
+            "id": f"r{i}", "run": info["name"], "model": _text(info.get("model")), "mode": _text(info.get("mode")),
             "checkpoints": ckpt_text, "steps": steps, "flags": flags[info["name"]], "flag_suites": sorted(flag_suites[info["name"]]),
             "delta_flags": delta_flags.get(info["name"], []), "is_baseline": info["name"] == baseline,
-            "cells": {c["id"]: _cell(run, c["suite"], c, threshold, {}) for c in columns},
+            "cells": {c["id"]: _cell(run, c["suite"], c, threshold) for c in columns},
         }
         rows.append(row)
     _paint(rows, columns, "cells")
@@ -465,7 +510,8 @@ def build(runs: list[dict], baseline: str | None = None, threshold: float | None
             row["delta"] = {c["id"]: _delta_cell(row, base_row, c, baseline) for c in columns}
         _paint(rows, columns, "delta", diverging=True)
 
-    thresholds = sorted({(r["suites"]["ruler"]["summary"].get("effective_length") or {}).get("threshold") for r in runs if "ruler" in r["suites"]} - {None})
+    thresholds = sorted({(s["summary"].get("effective_length") or {}).get("threshold")
+                         for r in runs for n, s in r["suites"].items() if is_ruler(n)} - {None})
     return {
         "schema_version": 1,
         "title": title or "Long-context leaderboard",
@@ -529,14 +575,15 @@ def _drilldown(run: dict) -> dict:
             cats.append({"category": cat, "cells": [_stat_cell(by_len[str(L)], f"{cat} {format_length(L)}") if str(L) in by_len
                                                      else _missing(f"{cat} not evaluated at {format_length(L)}") for L in lengths]})
         covered, total = _covered(suite)
-        suites.append({"suite": sname, "label": SUITE_LABELS.get(sname, sname), "lengths": [format_length(L) for L in lengths],
+        suites.append({"suite": sname, "label": suite_label(sname), "lengths": [format_length(L) for L in lengths],
                        "grid": grid, "categories": cats, "tasks_text": f"{covered}/{total}"})
     return {"run": run["run"]["name"], "suites": suites}
 
 
 def _provenance(runs: list[dict]) -> dict:
     fields = []
-    for f in PROVENANCE_FIELDS:
+    extra = sorted({k for r in runs for k in (r.get("provenance") or {})} - set(PROVENANCE_FIELDS) - {"dataset_hashes"})
+    for f in PROVENANCE_FIELDS + extra:
         vals = [(r.get("provenance") or {}).get(f) for r in runs]
         fields.append({"field": f, "cells": ["—" if v is None else json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in vals],
                        "differs": len({json.dumps(v, sort_keys=True) for v in vals}) > 1})
@@ -556,11 +603,13 @@ def _series(runs: list[dict]) -> dict:
     """Chart data: RULER score vs length per run, and score vs checkpoint step per run."""
     by_length, by_step = [], []
     for r in runs:
-        suite = r["suites"].get("ruler")
-        if suite is None:
+        name = next((n for n in r["suites"] if is_ruler(n)), None)
+        if name is None:
             continue
+        suite = r["suites"][name]
         pts = [(int(L), s["mean"], s.get("std")) for L, s in sorted(suite["per_length"].items(), key=lambda kv: int(kv[0]))]
-        by_length.append({"run": r["run"]["name"], "points": pts})
+        if pts:
+            by_length.append({"run": r["run"]["name"], "points": pts})
         lines = []
         steps_all: Counter = Counter()
         for L, s in sorted(suite["per_length"].items(), key=lambda kv: int(kv[0])):
@@ -571,7 +620,7 @@ def _series(runs: list[dict]) -> dict:
             per_step = {int(k): v for k, v in raw.items()}
             if per_step:
                 lines.append({"label": format_length(int(L)), "points": sorted(per_step.items())})
-                steps_all.update(per_step)
+                steps_all.update(per_step.keys())  # count the steps (a mapping would add its values)
         if lines:
             # Per-step average over lengths, only at steps every length has (the within-checkpoint mean).
             full = sorted(st for st, c in steps_all.items() if c == len(lines))

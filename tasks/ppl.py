@@ -127,16 +127,23 @@ class LongPPL(Task):
         raise NotImplementedError("ppl is scored from log-likelihoods in evaluate_with_runner")
 
     def evaluate_with_runner(self, runner, length, indices, seed, tokenizer) -> list[dict[str, Any]]:
+        from tqdm import tqdm
+
         from harness.runners.base import LoglikelihoodRequest
         from tasks.generate import generate_samples
 
-        samples = generate_samples(self, length, indices, tokenizer, seed=seed)
+        # The window count depends on the tokenizer, which num_samples_available() does not get:
+        # evaluate the windows that exist (a 128K length may have few) instead of failing the run.
+        n = len(self._windows(length, tokenizer))
+        if n == 0:
+            raise TaskUnavailable(f"no perplexity document has {length} tokens: {FIX}")
+        samples = generate_samples(self, length, [i for i in indices if i < n], tokenizer, seed=seed)
         out = []
-        for s in samples:  # one window per call: a 128K window is the whole batch on its own
+        for s in tqdm(samples, desc=f"ppl@{length}", leave=False):  # one window per call: a 128K window is the whole batch on its own
             (ll, _), = runner.loglikelihood([LoglikelihoodRequest(s.input, s.references[0])])
             n = s.metadata["scored_tokens"]
             nll = -float(ll)
-            out.append({"index": s.index, "prediction": f"{math.exp(nll / n):.6g}", "score": math.exp(-nll / n),
+            out.append({"index": s.index, "num_tokens": s.num_tokens, "prediction": f"{math.exp(nll / n):.6g}", "score": math.exp(-nll / n),
                         "metadata": {**s.metadata, "nll": nll, "tokens": n, "ppl": math.exp(nll / n)}})
         return out
 

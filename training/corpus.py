@@ -46,11 +46,11 @@ MIN_WORDS = 12
 
 @lru_cache(maxsize=1)
 def _words() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    from wonderwords import random_word
+    from importlib.resources import files
 
     def load(name):
-        return tuple(sorted({w.strip().lower() for w in random_word._get_words_from_text_file(name)
-                             if w.strip().isalpha()}))
+        text = files("wonderwords.assets").joinpath(name).read_text(encoding="utf-8")
+        return tuple(sorted({w.strip().lower() for w in text.splitlines() if w.strip().isalpha()}))
 
     return load("nounlist.txt"), load("adjectivelist.txt"), load("verblist.txt")
 

@@ -202,7 +202,7 @@ def load_documents(source: str, tokenizer, *, text_field: str = "text", domain_f
                 count += 1
                 yield TokenizedDoc(ids, None, stem)
         elif suffix == ".parquet":
-            fields = [text_field] + [f for f in (domain_field, source_field) if f]
+            fields = list(dict.fromkeys(f for f in (text_field, domain_field, source_field) if f))
             yield from from_records(_records_parquet(path, fields), str(path), stem)
         else:
             yield from from_records(_records_jsonl(path), str(path), stem)

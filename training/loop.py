@@ -307,15 +307,16 @@ def train(job: TrainJob, *, pipeline: Pipeline | None = None, dist=None, progres
     is_main = rank == 0
     device = dist.device if dist else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     run_dir = Path(job.out)
-    if is_main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-
     tokenizer = load_tokenizer_for(job)
     if pipeline is None:  # before the model: bad data fails in seconds, not after loading 7B weights
         pipeline = default_pipeline(job, tokenizer, report=print if is_main else None)
+    if is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
     _seed_all(d.seed)
     model, rope_theta = load_model(job, device)
     kernel = _resolve_kernel(job.model.kernel, device)
+    if kernel == "flex" and device.type != "cuda":
+        raise UserError("the flex kernel has no backward on CPU (FlexAttention is forward-only there): pass --kernel sdpa-doc")
     try:
         pipeline.prepare_model(model, kernel)
     except ValueError as exc:  # a kernel the hardware or window cannot run (e.g. varlen on CPU)
@@ -366,7 +367,8 @@ def train(job: TrainJob, *, pipeline: Pipeline | None = None, dist=None, progres
             for _ in range(d.grad_accum):
                 group = [stream.next() for _ in range(d.batch_size * dp_size)]
                 mine = group[dp_rank * d.batch_size:(dp_rank + 1) * d.batch_size]
-                batch = pipeline.build_batch(mine, d.mode)
+                # On the device before the kernel plans its mask/boundaries, so they land there too.
+                batch = pipeline.build_batch(mine, d.mode).to(device)
                 try:
                     kw = pipeline.forward_kwargs(batch, kernel)
                 except ValueError as exc:  # e.g. the dense reference kernel above its size limit

@@ -86,3 +86,15 @@ def build_batch(windows: list, mode: str) -> Batch:
     else:
         position_ids = torch.arange(input_ids.shape[1]).expand_as(input_ids).clone()
     return Batch(input_ids, labels, position_ids, doc_ids, mode)
+
+
+def iter_batches(windows, batch_size: int, mode: str):
+    """Group an iterator of PackedWindows into Batches of `batch_size` (a short last group is kept)."""
+    group = []
+    for w in windows:
+        group.append(w)
+        if len(group) == batch_size:
+            yield build_batch(group, mode)
+            group = []
+    if group:
+        yield build_batch(group, mode)

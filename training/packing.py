@@ -25,6 +25,7 @@ Run: ``python -m training.packing`` packs the generated corpus and prints a summ
 from __future__ import annotations
 
 import random
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -82,22 +83,34 @@ def pack(
     seed: int = 0,
     pad_id: int | None = None,
     drop_last: bool = False,
+    lookahead: int = 0,
 ) -> Iterator[PackedWindow]:
     """Pack `docs` (TokenizedDoc-like: .ids, .tag_ids, .source) into windows of `window` tokens.
 
     The last, partial window is padded (padding has no loss) unless `drop_last`. `pad_id` defaults
     to the anchor id. `seed` drives chunk cuts and shuffles; the same inputs give the same windows.
+    `lookahead=N`: before splitting a document that overflows the window, fill the room with the
+    largest of the next N documents that fits it whole (fewer split documents; stream order
+    changes only by those moves). 0 keeps pure stream order.
     """
     if window < 2:
         raise UserError(f"window {window} is too small: pass --window of at least 2 tokens")
     if interleave_chunks is not None and interleave_chunks < 1:
         raise UserError(f"--interleave-chunks {interleave_chunks} must be a positive number of chunks")
+    if lookahead < 0:
+        raise UserError(f"packing lookahead {lookahead} must be 0 or more documents")
     pad_id = anchor_id if pad_id is None else pad_id
     rng = random.Random(seed)
     cap = window - 1
     pieces: list[_Piece] = []
     used = 0
-    for doc in docs:
+    stream = iter(docs)
+    ahead: deque = deque()  # documents read early by the lookahead, in stream order
+
+    def size(d) -> int:
+        return len(d.tag_ids or []) + len(d.ids)
+
+    while (doc := ahead.popleft() if ahead else next(stream, None)) is not None:
         tag = list(doc.tag_ids or [])
         if len(tag) >= cap:
             raise UserError(f"domain tag of {len(tag)} tokens does not fit a window of {window}: use a shorter tag field or a larger --window")
@@ -111,6 +124,20 @@ def pack(
                 yield _build(pieces, anchor_id, interleave_chunks, rng)
                 pieces, used = [], 0
                 continue
+            if lookahead and len(tag) + len(ids) - pos > room:
+                while len(ahead) < lookahead and (nxt := next(stream, None)) is not None:
+                    ahead.append(nxt)
+                fits = [i for i, d in enumerate(ahead) if size(d) <= room]
+                if fits:
+                    best = max(fits, key=lambda i: (size(ahead[i]), -i))
+                    whole = ahead[best]
+                    del ahead[best]
+                    pieces.append(_Piece(list(whole.tag_ids or []), list(whole.ids), whole.source))
+                    used += size(whole)
+                    if used == cap:
+                        yield _build(pieces, anchor_id, interleave_chunks, rng)
+                        pieces, used = [], 0
+                    continue
             take = min(room - len(tag), len(ids) - pos)
             pieces.append(_Piece(tag, list(ids[pos:pos + take]), doc.source))
             used += len(tag) + take

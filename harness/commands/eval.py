@@ -69,10 +69,10 @@ def _rope_scaling(text: str | None) -> dict | None:
 
 def config_from_args(args: argparse.Namespace):
     from harness.evaluate import DEFAULT_SAMPLES, EvalConfig, set_data_sources
-    from tasks.registry import split_csv
+    from tasks.registry import all_suites, split_csv
 
     set_data_sources(args.essays, args.squad, args.hotpotqa)
-    ckpts, suite, tasks = args.ckpts, args.suite, split_csv(args.tasks)
+    ckpts, suite, tasks, exclude = args.ckpts, args.suite, split_csv(args.tasks), split_csv(args.exclude)
     lengths, samples = args.lengths, args.samples
     if args.embedded:
         from harness import embedded_eval
@@ -80,13 +80,15 @@ def config_from_args(args: argparse.Namespace):
         if not ckpts:
             ckpts = embedded_eval.ensure_checkpoints()
         if not suite and not tasks:
-            tasks = list(embedded_eval.TASKS)
+            # RULER with the tasks that need external data left out (listed as excluded: 6/13).
+            suite = "ruler"
+            exclude = list(dict.fromkeys(exclude + [t for t in all_suites().get("ruler", []) if t not in embedded_eval.TASKS]))
         lengths = lengths or embedded_eval.LENGTHS
         samples = samples or embedded_eval.SAMPLES
     if not ckpts:
         raise UserError("no checkpoints: pass --ckpts SPEC (e.g. 'runs/anchor/ckpt-<1950..2000>') or --embedded")
     return EvalConfig(
-        ckpts=ckpts, last=args.last, suite=suite, tasks=tasks, exclude=split_csv(args.exclude),
+        ckpts=ckpts, last=args.last, suite=suite, tasks=tasks, exclude=exclude,
         lengths=lengths or "4k-128k", samples=DEFAULT_SAMPLES if samples is None else samples, seed=args.seed,
         backend=args.backend, dtype=args.dtype, batch_size=args.batch_size, max_model_len=args.max_model_len,
         rope_theta=args.rope_theta, rope_scaling=_rope_scaling(args.rope_scaling),

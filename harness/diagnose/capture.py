@@ -6,7 +6,8 @@ Three public mechanisms, all undone when their context exits:
   transformers' `AttentionInterface` and switches the model to it. The function hands the
   rotated (post-RoPE) q [B, H, L, D] and k [B, Hkv, L, D] of each layer to `on_attention(layer, q,
   k)`, then computes the layer's output with the chosen kernel so the forward pass continues as
-  the model would run it: "eager" (matmul, float32 softmax, like transformers' eager path),
+  the model would run it: "eager" (matmul, float32 softmax, like transformers' eager path;
+  float64 softmax for a float64 model),
   "sdpa" (torch scaled_dot_product_attention) or "varlen" (torch's FlashAttention varlen kernel,
   CUDA only). Inputs are one unpadded sequence; the causal mask is applied by the kernel.
 - `capture_projections(model, on_projection)`: forward hooks on each attention layer's q/k
@@ -80,7 +81,9 @@ def _eager(query, key, value, scaling):
     # An additive mask, as transformers' eager path uses (a boolean mask would be added as 0/1).
     future = torch.ones(length, length, dtype=torch.bool, device=query.device).triu(1)
     weights = weights.masked_fill(future, torch.finfo(weights.dtype).min)
-    weights = torch.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    # float32 softmax like transformers' eager, except that a float64 model keeps float64 (its
+    # eager path would round probabilities to float32, and "float64 everywhere" would not hold).
+    weights = torch.softmax(weights, dim=-1, dtype=torch.promote_types(query.dtype, torch.float32)).to(query.dtype)
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
 
 

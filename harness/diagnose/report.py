@@ -36,9 +36,8 @@ DEFINITIONS = {
 
 
 def run_label(run: dict, runs: list[dict]) -> str:
-    names = [Path(r["checkpoint"]).name for r in runs]
     name = Path(run["checkpoint"]).name
-    if names.count(name) > 1:
+    if len({r["checkpoint"] for r in runs if Path(r["checkpoint"]).name == name}) > 1:  # same name, two paths
         name = run["checkpoint"]
     return f"{name} {run['dtype']}"
 

@@ -205,6 +205,10 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
     rotary = rotary_module(model) if settings.sources else None
     if rotary is not None and rotary.inv_freq.numel() * 2 != layers[0].head_dim:
         raise UserError("partial rotary embeddings are not supported by the source decomposition: pass --no-sources")
+    window = getattr(model.config, "sliding_window", None)
+    if window and getattr(model.config, "use_sliding_window", True) and window < settings.needed_length():
+        raise UserError(f"the model uses sliding-window attention ({window} tokens), which the diagnostic's causal kernels "
+                        f"do not apply: pass --seq-len and --logit-lengths up to {window}")
     shifts, delta2, seq_len = list(settings.shifts), settings.delta2, settings.seq_len
     configs = source_configs(model_dtype)
 

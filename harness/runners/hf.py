@@ -58,9 +58,15 @@ class HFRunner:
         else:
             raise UserError(f"unknown --dtype {settings.dtype!r}: choose auto, bfloat16, float16 or float32")
         self.dtype = dtype
-        self.model = AutoModelForCausalLM.from_pretrained(
-            model_path, config=config, dtype=dtype, attn_implementation="sdpa"
-        ).to(self.device)
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # the eval loop shows its own bar per checkpoint
+        try:
+            self.model = AutoModelForCausalLM.from_pretrained(
+                model_path, config=config, dtype=dtype, attn_implementation="sdpa"
+            ).to(self.device)
+        finally:
+            hf_logging.enable_progress_bar()
         self.model.eval()
         tok = self.tokenizer
         self.eos_id = tok.eos_token_id if tok.eos_token_id is not None else config.eos_token_id

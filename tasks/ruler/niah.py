@@ -181,6 +181,10 @@ class NiahPlan:
             return int(self.min_units + tokens_left / self.line) + 1
         return int(tokens_left / (self.cum[-1] / (len(self.cum) - 1))) + 1
 
+    def calibration_units(self, hint: int) -> int:
+        """Essays: ~2000 words (about 100 sentences, so the needles sit apart as in a long haystack)."""
+        return min(2000, int(hint * 0.9)) if self.cfg.haystack == "essay" else self.min_units
+
     def model(self, n: np.ndarray) -> np.ndarray:
         h = self.cfg.haystack
         if h == "noise":

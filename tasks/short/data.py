@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 from functools import lru_cache
 from pathlib import Path
 
@@ -97,26 +98,31 @@ def _mmlu(folder_key: str | None) -> tuple[dict[str, dict[str, str]], list[tuple
                 _write_jsonl(path, splits[split])
             files[subject][split] = str(path)
         order += [(subject, i) for i in range(len(splits["test"]))]
+    # A fixed shuffle: the full set gives lm-eval's micro average exactly, and a --samples prefix
+    # is an unbiased subsample instead of the first few subjects.
+    random.Random(0).shuffle(order)
     return files, order, digest
 
 
 def mmlu_files() -> tuple[dict[str, dict[str, str]], list[tuple[str, int]], str]:
-    """({subject: {"test": path, "dev": path}}, [(subject, doc_id)] in global index order, data hash)."""
+    """({subject: {"test": path, "dev": path}}, (subject, doc_id) of each sample index, data hash)."""
     return _mmlu(os.environ.get(MMLU_ENV))
 
 
 @lru_cache(maxsize=4)
-def _hellaswag(folder_key: str | None) -> tuple[str, int, str]:
+def _hellaswag(folder_key: str | None) -> tuple[str, tuple[int, ...], str]:
     (rows,) = _rows(HELLASWAG_ENV, ["validation.jsonl"], ("Rowan/hellaswag", None), "HellaSwag")
     digest = _hash_rows(rows)
     path = _cache_root() / f"hellaswag-{digest}" / "validation.jsonl"
     if not path.is_file():
         _write_jsonl(path, rows)
-    return str(path), len(rows), digest
+    order = list(range(len(rows)))
+    random.Random(0).shuffle(order)  # validation is ActivityNet then WikiHow: a prefix must mix both
+    return str(path), tuple(order), digest
 
 
-def hellaswag_file() -> tuple[str, int, str]:
-    """(validation jsonl path, number of rows, data hash)."""
+def hellaswag_file() -> tuple[str, tuple[int, ...], str]:
+    """(validation jsonl path, doc id of each sample index, data hash)."""
     return _hellaswag(os.environ.get(HELLASWAG_ENV))
 
 

@@ -103,6 +103,9 @@ def run_lm_eval(runner, configs: list[dict[str, Any]], doc_ids: dict[str, list[i
     from lm_eval.tasks import TaskManager
 
     lm = _runner_lm_class()(runner)
+    # lm-eval walks the selected docs in dataset order but labels them by position in the list it
+    # was given (evaluator.py: doc_id_true = indices[doc_id]), so the list must be sorted.
+    doc_ids = {task: sorted(set(ids)) for task, ids in doc_ids.items()}
     # Inline configs need no task index; an empty manager skips lm-eval's 12 s scan of its tasks.
     res = lm_eval.simple_evaluate(task_manager=TaskManager(include_defaults=False),
         model=lm, tasks=configs, num_fewshot=num_fewshot, samples=doc_ids, log_samples=True,

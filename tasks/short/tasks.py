@@ -3,8 +3,9 @@
 Both are kind "loglikelihood": the evaluation loop calls `evaluate_with_runner(runner, length,
 indices, seed, tokenizer)`; lm-eval builds the requests from its own shipped task configs and our
 runner answers them (tasks.short.lm_adapter). Samples are not length-controlled: `length` is
-ignored. MMLU's index runs over all test questions, subjects in sorted order, so the plain mean
-over samples is lm-eval's micro average (its `mmlu` group weights subjects by size). The lm-eval
+ignored. Sample indices run over a fixed (seed-0) shuffle of all test questions (MMLU: of every
+subject), so the plain mean over all samples is lm-eval's micro average (its `mmlu` group weights
+subjects by size) and a --samples prefix is an unbiased subsample. The lm-eval
 version, few-shot count and metric go into each sample's metadata.
 """
 
@@ -108,17 +109,17 @@ class HellaSwag(_LmEvalTask):
         return data.hellaswag_file()[2]
 
     def num_samples_available(self, length: int) -> int | None:
-        return data.hellaswag_file()[1]
+        return len(data.hellaswag_file()[1])
 
     def evaluate_with_runner(self, runner, length, indices, seed, tokenizer) -> list[dict[str, Any]]:
         from tasks.short.lm_adapter import local_config, run_lm_eval
 
         self._check_indices(indices)
-        path, _, _ = data.hellaswag_file()
+        path, order, _ = data.hellaswag_file()
         # lm-eval's config names train/validation splits; only validation is read at 0-shot.
         cfg = local_config("hellaswag", {"train": path, "validation": path})
-        logged = run_lm_eval(runner, [cfg], {"hellaswag": list(indices)}, self.num_fewshot)
-        out = self._records(logged["hellaswag"], {("hellaswag", i): i for i in indices}, "hellaswag", str)
+        logged = run_lm_eval(runner, [cfg], {"hellaswag": [order[i] for i in indices]}, self.num_fewshot)
+        out = self._records(logged["hellaswag"], {("hellaswag", order[i]): i for i in indices}, "hellaswag", str)
         pos = {i: n for n, i in enumerate(indices)}
         return sorted(out, key=lambda r: pos[r["index"]])
 

@@ -158,3 +158,29 @@ def test_cli_user_errors_exit_2_with_one_line(results_dir, tmp_path, capsys, ext
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_edge_cases_render(tmp_path):
+    """One checkpoint, one length, and a suite with nothing scored: a page, no crash, no zeros."""
+    from leaderboards.build import build
+    from leaderboards.export import to_csv
+
+    from .conftest import make_run
+
+    one, _ = make_run("one-ckpt", 7, 90.0, steps=[2000], lengths=[4096], longbench=False, short=False)
+    empty, _ = make_run("nothing-scored", 8, 90.0, lengths=[4096], longbench=False, short=False)
+    ruler = empty["suites"]["ruler"]
+    ruler.update(evaluated=[], per_task={}, per_length={}, unavailable={t: "data missing" for t in ruler["tasks"]})
+    ruler["summary"] = {"effective_length": {"threshold": 85.6, "value": None, "label": "no length evaluated"},
+                        "tasks_covered": 0, "tasks_total": 13}
+    runs = [{**one, "sources": ["a"]}, {**empty, "sources": ["b"]}]
+    board = build(runs, title="<i>T</i>")
+    html = render_html(board)
+    assert "<i>T</i>" not in html and "&lt;i&gt;T&lt;/i&gt;" in html
+    doc = _Doc(html)
+    assert len(doc.find("svg")) == 1  # the length chart; no Figure 4 from a single checkpoint
+    row = next(r for r in board["rows"] if r["run"] == "nothing-scored")
+    assert all(c["value"] is None for k, c in row["cells"].items() if not k.endswith(("/tasks", "/eff")))
+    assert row["cells"]["ruler/tasks"]["text"] == "0/13"
+    line = to_csv(board).splitlines()[2]
+    assert line.startswith("nothing-scored,") and ",0.00," not in line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import xml.etree.ElementTree as ET
 
@@ -34,7 +35,7 @@ def test_nice_ticks_cover_range_with_round_steps():
         steps = {round(b - a, 9) for a, b in zip(ticks, ticks[1:])}
         assert len(steps) <= 1 and all(lo - 1e-9 <= t <= hi + 1e-9 for t in ticks) and len(ticks) >= 2
         step = steps.pop()
-        mant = step / 10 ** __import__("math").floor(__import__("math").log10(step))
+        mant = step / 10 ** math.floor(math.log10(step))
         assert round(mant, 6) in (1, 2, 2.5, 5, 10)
     lo, hi = padded_range([90.1, 90.4])
     assert lo < 90.1 and hi > 90.4 and hi - lo >= 2
@@ -78,7 +79,8 @@ def test_step_chart_is_figure_4(board, runs_data):
     assert list(pts) == ["Avg", "4K", "8K", "16K", "32K", "64K", "128K"]
     per_length = runs_data["anchor"][0]["suites"]["ruler"]["per_length"]
     avg = runs_data["anchor"][0]["suites"]["ruler"]["summary"]["avg"]["per_step"]
-    for (step, value), (_, _, tip) in zip(series["avg"], pts["Avg"]):
+    assert [st for st, _ in series["avg"]] == [1960, 1970, 1980, 1990, 2000] and len(pts["Avg"]) == 5
+    for (step, value), (_, _, tip) in zip(series["avg"], pts["Avg"], strict=True):
         # Within-checkpoint mean over lengths equals the results' Avg at that step.
         assert value == pytest.approx(avg[str(step)])
         assert f"step {step}" in tip

@@ -13,6 +13,8 @@ from tasks.generate import generate_samples
 from tasks.longbench import data
 from tasks.registry import all_suites, get_task
 
+from .helpers import FakeRunner
+
 # Reference strings typed from LongBench/config/dataset2prompt.json with {context}/{input} filled.
 REF_NARRATIVEQA = (
     "You are given a story, which can be either a novel or a movie script, and a question. Answer the question "
@@ -133,8 +135,6 @@ def _mini_loop(task, runner, length, tokenizer):
 
 
 def test_longbench_icl_end_to_end_fake_runner(lb_dir, bpe_tokenizer):
-    from tests.longbench.conftest import FakeRunner
-
     _icl_files(lb_dir)
     answers = {"Where is Rome": "\nLocation\nQuestion: foo", "What is X": "Other location", "Where is Paris?\nAnswer:": " France\nPassage:",
                "A: lunch": "A and B will have lunch.\nDialogue: C", "球队获胜": "体育"}
@@ -184,3 +184,17 @@ def test_longbench_icl_tiny_llama(lb_dir, tiny_runner, tiny_tokenizer):
             assert s.num_tokens <= budget + 3
             assert s.metadata["truncation"]["truncated"] == (s.metadata["truncation"]["original_tokens"] > budget)
         assert any(s.metadata["truncation"]["truncated"] for s in samples)
+
+
+def test_paper_suite():
+    from tasks.suites import PAPER_TASKS, RULER_TASKS, suite_categories
+
+    suites = all_suites()
+    assert suites["paper"] == PAPER_TASKS
+    assert len(RULER_TASKS) == 13 and RULER_TASKS[0] == "niah_single_1" and RULER_TASKS[-1] == "qa_2"
+    if "ruler" in suites:  # registered by tasks.ruler; the paper suite must hold the same 13
+        assert sorted(suites["ruler"]) == sorted(RULER_TASKS)
+    assert PAPER_TASKS[13:34] == suites["longbench"] and PAPER_TASKS[-2:] == ["mmlu", "hellaswag"]
+    cats = suite_categories("paper")
+    assert cats["LongBench ICL"] == suites["longbench-icl"] and cats["RULER"] == RULER_TASKS
+    assert suite_categories("ruler") == {}

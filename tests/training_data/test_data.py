@@ -76,6 +76,8 @@ def test_user_errors(tmp_path, byte_tokenizer):
     p.write_text(json.dumps({"text": "a"}) + "\n")
     with pytest.raises(UserError, match="--domain-tags"):
         list(load_documents(str(p), byte_tokenizer, domain_field="domain"))
+    with pytest.raises(UserError, match="hub dataset"):  # tests run offline: a hub name fails cleanly
+        list(load_documents("nobody/no-such-dataset", byte_tokenizer))
     p.write_text("{not json\n")
     with pytest.raises(UserError, match="x.jsonl:1"):
         list(load_documents(str(p), byte_tokenizer))

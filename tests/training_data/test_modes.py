@@ -84,3 +84,19 @@ def test_check_mode_and_dense_limit():
     check_mode("anchor", 4)
     with pytest.raises(ValueError, match="16384"):
         dense_mask(torch.zeros(1, MAX_DENSE_TOKENS + 1, dtype=torch.long), "anchor")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pairs_kept_counts_the_mask(mode):
+    from training.attention.segments import pairs_kept
+
+    for w in _windows(3 if mode in ("intradoc", "anchor") else None, [7]):
+        assert pairs_kept(w.doc_ids, mode) == int(dense_mask(torch.tensor([w.doc_ids]), mode).sum())
+
+
+def test_iter_batches_groups_windows():
+    from training.modes import iter_batches
+
+    windows = _windows() * 5
+    sizes = [b.shape for b in iter_batches(iter(windows), 2, "anchor")]
+    assert sizes == [(2, 16), (2, 16), (1, 16)]

@@ -129,3 +129,35 @@ def test_bad_arguments():
         list(pack([Doc([5, 2])], 8, A, interleave_chunks=0))
     with pytest.raises(UserError, match="tag"):
         list(pack([Doc([5, 2], [9] * 8)], 8, A))
+
+
+def test_lookahead_fills_room_with_a_later_whole_document():
+    a, b, c = [10] * 6, [20] * 5, [30] * 3
+    plain = [w.input_ids for w in pack([Doc(a), Doc(b), Doc(c)], 10, A, pad_id=P)]
+    assert plain == [[A] + a + [20] * 3, [A, 20, 20] + c + [P] * 4]  # b is split
+    ahead = [w.input_ids for w in pack([Doc(a), Doc(b), Doc(c)], 10, A, pad_id=P, lookahead=2)]
+    assert ahead == [[A] + a + c, [A] + b + [P] * 4]  # c fills the room, b stays whole
+
+
+def test_lookahead_keeps_every_token_and_splits_less():
+    rng = random.Random(5)
+    docs = [Doc([1000 * i + j for j in range(int(rng.lognormvariate(3, 1.0)) + 1)], [7] if i % 2 else None)
+            for i in range(300)]
+
+    def split_docs(windows):
+        seen: dict[int, int] = {}
+        for w in windows:
+            for d in set(w.doc_ids) - {0}:
+                if w.sources[d] != "<pad>":
+                    tok = next(t for t, x, tag in zip(w.input_ids, w.doc_ids, w.is_tag) if x == d and not tag)
+                    seen[tok // 1000] = seen.get(tok // 1000, 0) + 1
+        return sum(n > 1 for n in seen.values())
+
+    plain = list(pack(docs, 64, A, pad_id=P))
+    ahead = list(pack(docs, 64, A, pad_id=P, lookahead=8))
+    # every document comes back, whole or as consecutive pieces
+    joined: dict[int, list[int]] = {}
+    for p in _reconstruct(ahead):
+        joined.setdefault(p[0] // 1000, []).extend(p)
+    assert sorted(joined) == list(range(300)) and all(joined[i] == docs[i].ids for i in joined)
+    assert split_docs(ahead) < split_docs(plain)

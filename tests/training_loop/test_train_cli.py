@@ -68,3 +68,18 @@ def test_unknown_mode_exits_2(tiny_llama_dir, corpus_path, tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(_args(tiny_llama_dir, corpus_path, tmp_path / "run", "--mode", "sliding"))
     assert exc.value.code == 2
+
+
+@pytest.mark.slow
+def test_harness_eval_reads_training_checkpoints(tiny_llama_dir, corpus_path, tmp_path):
+    """The contract end to end: `harness eval --ckpts RUN/ckpt-<A..B>` loads what `harness train` wrote."""
+    out = tmp_path / "run"
+    assert main(_args(tiny_llama_dir, corpus_path, out, "--save-every", "1", "--keep-last", "2", "--max-docs", "20",
+                      "--window", "256")) == 0  # eval's shortest length is 256
+    res = tmp_path / "res"
+    assert main(["eval", "--ckpts", f"{out}/ckpt-<1..3>", "--tasks", "niah_single_1", "--lengths", "256",
+                 "--samples", "1", "--out", str(res), "--no-progress", "--cache-dir", "none"]) == 0
+    results = json.loads((res / "results.json").read_text())
+    assert results["run"]["mode"] == "anchor"
+    assert [c["step"] for c in results["run"]["checkpoints"]] == [2, 3]
+    assert results["run"]["checkpoints"][-1]["training"]["window"] == 256

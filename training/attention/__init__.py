@@ -2,6 +2,7 @@
 
     from training.attention import prepare_model, forward_kwargs, gather_logits
     prepare_model(model, "sdpa-doc")              # registers + selects our attention function
+    batch = batch.to(device)                      # forward_kwargs builds masks on the batch's device
     out = model(**forward_kwargs(batch, "sdpa-doc"))
     logits = gather_logits(out.logits, batch, "sdpa-doc")   # [B, L, V] in window order
 
@@ -16,6 +17,11 @@ Registration goes through transformers' AttentionInterface (no monkey patching).
 boundaries are always explicit: with attention_mask=None and packed position ids transformers
 would guess the packing and cut the anchor off its documents. "varlen-cpu-emulation" is the
 varlen layout run with per-sequence SDPA on CPU, for tests.
+
+The loop computes its loss on `gather_logits(...)` with `batch.labels` (shift by one), never by
+passing labels to the model: on the varlen layout the model's outputs are in expanded order.
+With Ulysses sequence parallelism the kernels run after the all-to-all (full sequence, a slice of
+the heads), so the same plan/mask/boundaries apply unchanged.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ Registered with transformers as "harness_flex".
 
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 
 NAME = "harness_flex"
@@ -36,7 +37,10 @@ def block_mask(doc_ids_BL, mode: str):
     def mask_mod(b, h, q, kv):
         return attention_allowed(doc[b, q], doc[b, kv], q, kv, mode)
 
-    return create_block_mask(mask_mod, B, None, L, L, device=doc.device)
+    # Uncompiled, create_block_mask evaluates mask_mod on all LxL pairs at once (GBs at 64K), so the
+    # GPU compiles it (block by block); on CPU (inference, <= 16K) compiling costs ~1 min per call
+    # while the LxL booleans stay a few hundred MB.
+    return create_block_mask(mask_mod, B, None, L, L, device=doc.device, _compile=doc.device.type == "cuda")
 
 
 def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -49,8 +53,13 @@ def attention(module, query, key, value, attention_mask, scaling=None, dropout=0
     if query.device.type == "cpu" and torch.is_grad_enabled() and query.requires_grad:
         raise ValueError("FlexAttention has no backward on CPU: train with --attention sdpa-doc on CPU (flex is inference-only there)")
     L = query.shape[2]
-    fn = flex_attention if (query.device.type == "cpu" and L <= EAGER_MAX_TOKENS) else _compiled()
-    out = fn(query, key, value, block_mask=attention_mask, scale=scaling, enable_gqa=query.shape[1] != key.shape[1])
+    gqa = query.shape[1] != key.shape[1]
+    if query.device.type == "cpu" and L <= EAGER_MAX_TOKENS:
+        with warnings.catch_warnings():  # eager is deliberate here; silence the "use torch.compile" advice
+            warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
+            out = flex_attention(query, key, value, block_mask=attention_mask, scale=scaling, enable_gqa=gqa)
+    else:
+        out = _compiled()(query, key, value, block_mask=attention_mask, scale=scaling, enable_gqa=gqa)
     return out.transpose(1, 2).contiguous(), None
 
 

@@ -65,3 +65,10 @@ def plan(doc_ids_BL, mode: str, device=None) -> SegmentPlan:
         inv[torch.tensor(order)] = torch.arange(len(row))
         inverse.append(inv.to(device))
     return SegmentPlan(rows, drops, inverse)
+
+
+def pairs_kept(doc_ids: list[int], mode: str) -> int:
+    """(query, key) pairs the mode lets attend in one window: the attention work a kernel that skips
+    masked pairs does (full causal keeps L(L+1)/2). Anchor copies after the first are not counted:
+    they duplicate the one anchor row."""
+    return sum(len(s.indices) * (len(s.indices) + 1) // 2 - (0 if s.keep_first else 1) for s in row_segments(doc_ids, mode))

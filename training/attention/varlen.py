@@ -77,11 +77,8 @@ def attention(module, query, key, value, attention_mask, scaling=None, dropout=0
     except ImportError:
         from torch.nn.attention.varlen import varlen_attn
 
-        if k.shape[1] != q.shape[1]:  # GQA: repeat rather than rely on backend support
-            rep = q.shape[1] // k.shape[1]
-            k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
         out = varlen_attn(q, k, v, cu_seq_lens_q, cu_seq_lens_k, max_length_q, max_length_k, scale=scaling,
-                          window_size=(-1, 0))
+                          window_size=(-1, 0), enable_gqa=k.shape[1] != q.shape[1])  # (-1, 0) = causal
     else:
         out = flash_attn_varlen_func(q, k, v, cu_seq_lens_q, cu_seq_lens_k, max_length_q, max_length_k,
                                      dropout_p=dropout if module.training else 0.0, softmax_scale=scaling, causal=True)

@@ -1,0 +1,95 @@
+"""Harness overhead on the transformers runner: `harness eval` wall time vs a bare generate loop.
+
+    OMP_NUM_THREADS=2 python benchmarks/eval_overhead.py                       # embedded tiny Llama
+    python benchmarks/eval_overhead.py --model runs/anchor/ckpt-2000 --lengths 4k,8k --samples 32
+
+Both sides run in this process on the same prompts (RULER niah_single_1 samples, generated and
+cached before timing), the same model directory, batch size, dtype and device, and both include
+loading the model. The bare side is what a hand-written script would do: left-pad each batch
+of prompts in the order given, `model.generate` greedily, decode. The harness side is the whole
+`run_eval` of one length into a fresh store: planning, store writes, scoring, aggregation and
+results.json. Target: overhead <= 10%. Prints samples/s per length for both and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def bare_loop(model_path: str, prompts: list[str], max_new: int, batch_size: int, dtype: str) -> list[str]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_path)
+    tok.padding_side = "left"
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    kw = {} if dtype == "auto" else {"dtype": getattr(torch, dtype)}
+    model = AutoModelForCausalLM.from_pretrained(model_path, attn_implementation="sdpa", **kw).to(device).eval()
+    outs = []
+    for i in range(0, len(prompts), batch_size):
+        enc = tok(prompts[i:i + batch_size], return_tensors="pt", padding=True).to(device)
+        with torch.inference_mode():
+            gen = model.generate(**enc, do_sample=False, max_new_tokens=max_new, pad_token_id=tok.pad_token_id,
+                                 temperature=None, top_p=None, top_k=None)
+        outs += tok.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+    return outs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", help="checkpoint dir (default: an embedded tiny Llama built in a temp dir)")
+    ap.add_argument("--task", default="niah_single_1")
+    ap.add_argument("--lengths", default="1k,2k,4k")
+    ap.add_argument("--samples", type=int, default=16)
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--dtype", default="auto")
+    ap.add_argument("--repeats", type=int, default=2, help="best of N for each side")
+    args = ap.parse_args()
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(tempfile.mkdtemp(prefix="eval-overhead-"))
+    os.environ.setdefault("HARNESS_CACHE", str(work / "cache"))
+    from harness.embedded import build_tiny_llama, default_tokenizer_dir
+    from harness.evaluate import EvalConfig, run_eval
+    from tasks.generate import generate_samples
+    from tasks.lengths import format_length, parse_lengths
+    from tasks.registry import get_task
+    from tasks.tokenization import load_tokenizer
+
+    model = args.model or str(build_tiny_llama(work / "run" / "ckpt-1", default_tokenizer_dir()))
+    tokenizer = load_tokenizer(model)
+    task = get_task(args.task)
+    rows = []
+    for L in parse_lengths(args.lengths):
+        samples = generate_samples(task, L, range(args.samples), tokenizer)  # warm the cache: not timed
+        prompts = [s.prompt for s in samples]
+        t_bare, t_harness = float("inf"), float("inf")
+        for r in range(args.repeats):
+            t0 = time.perf_counter()
+            bare_loop(model, prompts, samples[0].max_new_tokens, args.batch_size, args.dtype)
+            t_bare = min(t_bare, time.perf_counter() - t0)
+            cfg = EvalConfig(ckpts=model, tasks=[args.task], lengths=str(L), samples=args.samples,
+                             batch_size=args.batch_size, dtype=args.dtype, out=str(work / f"out-{L}-{r}"), progress=False)
+            t0 = time.perf_counter()
+            run_eval(cfg, print_table=False)
+            t_harness = min(t_harness, time.perf_counter() - t0)
+        rows.append((format_length(L), args.samples / t_bare, args.samples / t_harness, t_bare, t_harness))
+
+    print(f"\nmodel {model} · task {args.task} · {args.samples} samples · batch {args.batch_size} · best of {args.repeats}")
+    print(f"{'length':>6}  {'bare s':>7}  {'harness s':>9}  {'bare samp/s':>11}  {'harness samp/s':>14}  {'overhead':>8}")
+    tb = th = 0.0
+    for name, sb, sh, b, h in rows:
+        tb, th = tb + b, th + h
+        print(f"{name:>6}  {b:7.2f}  {h:9.2f}  {sb:11.2f}  {sh:14.2f}  {100 * (h / b - 1):+7.1f}%")
+    print(f"{'all':>6}  {tb:7.2f}  {th:9.2f}  {'':>11}  {'':>14}  {100 * (th / tb - 1):+7.1f}%  (target <= +10%)")
+
+
+if __name__ == "__main__":
+    main()

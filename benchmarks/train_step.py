@@ -1,0 +1,240 @@
+"""Training step time and attention pairs kept: anchor vs full attention, same windows, same model.
+
+    python benchmarks/train_step.py                       # CPU section: 4K/8K/16K, small Llama, sdpa-doc
+    python benchmarks/train_step.py --lengths 4096 --steps 2
+    python benchmarks/train_step.py --section cuda        # CUDA: 16K-64K, ~1B random Llama, varlen, bf16
+    python benchmarks/train_step.py --section cuda-check  # CUDA: bf16 logits of varlen/flex vs dense
+
+Documents: lengths drawn from a lognormal with mean 2000 tokens and sigma 1.0 (SlimPajama-like:
+many short documents, a few long ones), random token ids, packed by training.packing exactly as in
+training ([anchor] + L-1 tokens, remainders carried over). Both modes run the same windows through
+the same kernel (only the mask differs): sdpa-doc on CPU, varlen (anchor-copy layout) on CUDA,
+whose "full" mode is one causal sequence per window. A step is forward + loss + backward + AdamW,
+as in training/loop.py. The table gives the median step time per mode, the anchor/full ratio
+(target: <= 0.5 at 16K on CPU and at 64K on CUDA) and the fraction of causal attention pairs the
+anchor mask keeps (counted from the segments, checked against the dense mask at 4K).
+
+Imports stay lazy and use only torch + transformers (CUDA machines lack datasets, jinja2, lm-eval).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+MEAN_DOC_TOKENS = 2000
+SIGMA = 1.0
+
+
+class _Doc:
+    def __init__(self, ids):
+        self.ids, self.tag_ids, self.source = ids, None, "lognormal"
+
+
+def windows(window: int, count: int, vocab: int, seed: int = 0):
+    """`count` packed windows of lognormal-length documents (mean MEAN_DOC_TOKENS), anchor id 0."""
+    import random
+
+    from training.packing import pack
+
+    rng = random.Random(seed)
+    mu = math.log(MEAN_DOC_TOKENS) - SIGMA ** 2 / 2  # lognormal mean = exp(mu + sigma^2 / 2)
+
+    def docs():
+        while True:
+            n = max(2, int(rng.lognormvariate(mu, SIGMA)))
+            yield _Doc([rng.randrange(3, vocab) for _ in range(n - 1)] + [1])  # ends in "EOS" 1
+
+    it = pack(docs(), window, 0, seed=seed)
+    return [next(it) for _ in range(count)]
+
+
+def pairs_kept(batch) -> float:
+    """Anchor-mask attention pairs / full causal pairs, from the segment plan (what the kernel computes)."""
+    from training.attention.segments import row_segments
+
+    B, L = batch.input_ids.shape
+    kept = 0
+    for row in batch.doc_ids.tolist():
+        for seg in row_segments(row, "anchor"):
+            n = len(seg.indices)
+            kept += n * (n + 1) // 2 - (0 if seg.keep_first else 1)  # an anchor copy re-counts (0, 0)
+    return kept / (B * L * (L + 1) // 2)
+
+
+def pairs_kept_dense(batch) -> float:
+    """The same fraction counted on the dense boolean mask (reference; O(L^2) memory)."""
+    from training.attention.dense import dense_mask
+
+    L = batch.input_ids.shape[1]
+    return dense_mask(batch.doc_ids, "anchor").sum().item() / (batch.input_ids.shape[0] * L * (L + 1) // 2)
+
+
+def small_llama(vocab: int, *, hidden: int, layers: int, heads: int, intermediate: int, max_pos: int, seed: int = 0):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=layers,
+                         num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=max_pos,
+                         rope_theta=5e6, bos_token_id=0, eos_token_id=1, pad_token_id=2, tie_word_embeddings=False,
+                         use_cache=False)
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(config)
+
+
+def step_times(models: dict, wins, kernel: str, *, steps: int, dtype, device) -> dict[str, list[float]]:
+    """Seconds per training step for each mode's model (warm-up step excluded).
+
+    The modes alternate step by step, so load from other processes on a shared machine hits both
+    alike and the ratio stays meaningful.
+    """
+    import torch
+
+    from training.attention import forward_kwargs, gather_logits, prepare_model
+    from training.loop import loss_sum, shifted_targets
+    from training.modes import build_batch
+
+    opts = {}
+    for mode, model in models.items():
+        prepare_model(model, kernel)
+        opts[mode] = torch.optim.AdamW(model.parameters(), lr=1e-5, betas=(0.9, 0.95), weight_decay=0.1, foreach=False)
+    times = {mode: [] for mode in models}
+    for i in range(steps + 1):
+        for mode, model in models.items():
+            batch = build_batch([wins[i % len(wins)]], mode).to(device)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+                logits = model(**forward_kwargs(batch, kernel)).logits
+            targets = shifted_targets(batch.labels)
+            loss = loss_sum(gather_logits(logits, batch, kernel), targets) / max(int((targets != -100).sum()), 1)
+            loss.backward()
+            opts[mode].step()
+            opts[mode].zero_grad(set_to_none=True)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            if i:
+                times[mode].append(time.perf_counter() - t0)
+    return times
+
+
+def _table(rows: list[dict], title: str) -> None:
+    print(f"\n{title}")
+    print(f"{'window':>8} {'full s/step':>12} {'anchor s/step':>14} {'anchor/full':>12} {'pairs kept':>11} {'target':>8}")
+    for r in rows:
+        print(f"{r['window']:>8} {r['full']:>12.3f} {r['anchor']:>14.3f} {r['ratio']:>12.2f} {100 * r['pairs']:>10.1f}% "
+              f"{'<=0.5' if r['target'] else '':>8}")
+
+
+def run_cpu(args) -> list[dict]:
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device("cpu")
+    # A small vocabulary keeps the LM head from hiding attention, as in a real model at 16K+ tokens.
+    vocab = 1024
+    rows = []
+    for L in args.lengths:
+        wins = windows(L, args.steps + 1, vocab)
+        from training.modes import build_batch
+
+        batch = build_batch(wins[:1], "anchor")
+        pairs = pairs_kept(batch)
+        if L <= 4096:
+            dense = pairs_kept_dense(batch)
+            assert abs(dense - pairs) < 1e-12, (dense, pairs)
+        models = {mode: small_llama(vocab, hidden=128, layers=2, heads=2, intermediate=344, max_pos=L) for mode in ("full", "anchor")}
+        times = step_times(models, wins, "sdpa-doc", steps=args.steps, dtype=torch.float32, device=device)
+        res = {mode: statistics.median(t) for mode, t in times.items()}
+        rows.append({"window": L, **res, "ratio": res["anchor"] / res["full"], "pairs": pairs, "target": L == 16384})
+        print(f"  {L}: full {res['full']:.3f}s anchor {res['anchor']:.3f}s", flush=True)
+    _table(rows, f"CPU, Llama hidden 128 x 2 layers, 2 heads of 64, vocab {vocab}, fp32, sdpa-doc, {torch.get_num_threads()} threads, "
+                 f"batch 1, median of {args.steps} steps, docs lognormal mean {MEAN_DOC_TOKENS} sigma {SIGMA}")
+    return rows
+
+
+def run_cuda(args) -> list[dict]:
+    import torch
+
+    if not torch.cuda.is_available():
+        print("section cuda: skipped, no CUDA device here (run it on a GPU machine)")
+        return []
+    device = torch.device("cuda")
+    vocab = 32000
+    rows = []
+    for L in args.cuda_lengths:
+        wins = windows(L, args.steps + 1, vocab)
+        from training.modes import build_batch
+
+        pairs = pairs_kept(build_batch(wins[:1], "anchor"))
+        res = {}
+        for mode in ("full", "anchor"):  # one 1B model (+ AdamW state) at a time fits any 80 GB GPU
+            # ~1.1B parameters: Llama-style 2048 x 16 layers, 16 heads of 128.
+            model = small_llama(vocab, hidden=2048, layers=16, heads=16, intermediate=5632, max_pos=L).to(device)
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            res[mode] = statistics.median(step_times({mode: model}, wins, "varlen", steps=args.steps,
+                                                     dtype=torch.bfloat16, device=device)[mode])
+            del model
+            torch.cuda.empty_cache()
+        rows.append({"window": L, **res, "ratio": res["anchor"] / res["full"], "pairs": pairs, "target": L == 65536})
+        print(f"  {L}: full {res['full']:.3f}s anchor {res['anchor']:.3f}s", flush=True)
+    _table(rows, f"CUDA {torch.cuda.get_device_name()}, ~1.1B random Llama, bf16 autocast, varlen, grad checkpointing, "
+                 f"batch 1, median of {args.steps} steps")
+    return rows
+
+
+def run_cuda_check(args) -> None:
+    """bf16 logits of the GPU kernels against the dense reference on the same windows (all modes)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        print("section cuda-check: skipped, no CUDA device here (run it on a GPU machine)")
+        return
+    from training.attention import forward_kwargs, gather_logits, prepare_model
+    from training.modes import MODES, build_batch
+
+    device = torch.device("cuda")
+    wins = windows(4096, 2, 32000)
+    print(f"\n{'mode':>15} {'kernel':>8} {'max |logit diff| vs dense (bf16)':>34} {'fp32':>10}")
+    for mode in MODES:
+        batch = build_batch(wins, mode).to(device)
+        for dtype in (torch.bfloat16, torch.float32):
+            outs = {}
+            for kernel in ("dense", "varlen", "flex"):
+                model = small_llama(32000, hidden=1024, layers=4, heads=8, intermediate=2816, max_pos=4096).to(device, dtype)
+                prepare_model(model, kernel)
+                with torch.no_grad():
+                    outs[kernel] = gather_logits(model(**forward_kwargs(batch, kernel)).logits, batch, kernel).float()
+            for kernel in ("varlen", "flex"):
+                diff = (outs[kernel] - outs["dense"]).abs().max().item()
+                print(f"{mode:>15} {kernel:>8} {diff if dtype == torch.bfloat16 else float('nan'):>34.3e} "
+                      f"{diff if dtype == torch.float32 else float('nan'):>10.3e}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="anchor vs full training step time (see the module docstring)")
+    ap.add_argument("--section", choices=("cpu", "cuda", "cuda-check", "all"), default="cpu")
+    ap.add_argument("--lengths", type=int, nargs="+", default=[4096, 8192, 16384], help="CPU windows")
+    ap.add_argument("--cuda-lengths", type=int, nargs="+", default=[16384, 32768, 65536], help="CUDA windows")
+    ap.add_argument("--steps", type=int, default=3, help="timed steps per mode (after one warm-up step)")
+    ap.add_argument("--threads", type=int, default=0, help="CPU threads (default: torch's default)")
+    args = ap.parse_args(argv)
+    if args.section in ("cpu", "all"):
+        run_cpu(args)
+    if args.section in ("cuda", "all"):
+        run_cuda(args)
+    if args.section in ("cuda-check", "all"):
+        run_cuda_check(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

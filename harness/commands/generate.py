@@ -1,0 +1,104 @@
+"""`harness generate`: write task samples as JSONL, one file per (task, length).
+
+    harness generate --suite ruler --lengths 4k-128k --samples 100 --out data/
+    harness generate --tasks qa_1,qa_2 --squad dev-v2.0.json --hotpotqa hotpot_dev_distractor_v1.json \\
+        --lengths 4k --samples 10 --out data/ --tokenizer path/to/tokenizer
+
+Writes <out>/<task>/<length>.jsonl (one Sample.to_json() per line, see docs/contracts.md) and
+<out>/unavailable.json naming the tasks whose data is missing, with the fix. Samples are cached
+by content hash (tasks.generate), so a re-run or a larger --samples reuses the finished ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+HELP = "generate task samples (JSONL per task and length) for a tokenizer"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--suite", help="suite name, e.g. ruler or ruler-llama2")
+    p.add_argument("--tasks", help="comma list of tasks (instead of --suite)")
+    p.add_argument("--exclude", help="comma list of tasks to leave out")
+    p.add_argument("--lengths", required=True, help="lengths, e.g. 4k-128k, 1k,4k,16k or 4000 (k = 1024)")
+    p.add_argument("--tokenizer", help="Hugging Face tokenizer directory or hub name (default: the embedded tokenizer)")
+    p.add_argument("--samples", type=int, default=100, help="samples per task and length (default 100)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--seed", type=int, default=None, help="seed (default 42)")
+    p.add_argument("--essays", help="Paul Graham essays: .txt file, folder of .txt, or RULER's PaulGrahamEssays.json")
+    p.add_argument("--squad", help="SQuAD v2 dev JSON (dev-v2.0.json) for qa_1")
+    p.add_argument("--hotpotqa", help="HotpotQA dev distractor JSON for qa_2")
+    p.add_argument("--cache-dir", help="sample cache directory (default: $HARNESS_CACHE/samples)")
+
+
+def configure_task(task, essays=None, squad=None, hotpotqa=None):
+    """Point a task at user-named data files (tasks read env variables / defaults otherwise)."""
+    if hasattr(task, "essays_path") and essays:
+        task.essays_path = essays
+    if getattr(task, "dataset", None) == "squad" and squad:
+        task.path = squad
+    if getattr(task, "dataset", None) == "hotpotqa" and hotpotqa:
+        task.path = hotpotqa
+    return task
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from harness.embedded import default_tokenizer_dir
+    from harness.errors import TaskUnavailable, UserError
+    from tasks.generate import DEFAULT_SEED, generate_samples
+    from tasks.lengths import format_length, parse_lengths
+    from tasks.registry import get_task, resolve_tasks, split_csv
+    from tasks.tokenization import load_tokenizer
+
+    if args.samples < 1:
+        raise UserError(f"--samples {args.samples}: pass a positive number of samples")
+    lengths = parse_lengths(args.lengths)
+    names = resolve_tasks(args.suite, split_csv(args.tasks), split_csv(args.exclude))
+    seed = DEFAULT_SEED if args.seed is None else args.seed
+    tokenizer = load_tokenizer(args.tokenizer or str(default_tokenizer_dir()))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cache_dir = Path(args.cache_dir) if args.cache_dir else None
+
+    unavailable: dict[str, str] = {}
+    written = 0
+    for name in names:
+        task = configure_task(get_task(name), args.essays, args.squad, args.hotpotqa)
+        try:
+            task.check_available()
+        except TaskUnavailable as exc:
+            unavailable[name] = str(exc)
+            print(f"{name}: unavailable: {exc}")
+            continue
+        for length in lengths:
+            n = args.samples
+            avail = task.num_samples_available(length)
+            if avail is not None and avail < n:
+                print(f"{name}: the data holds {avail} samples; writing {avail}")
+                n = avail
+            bar = tqdm(total=n, desc=f"{name} {format_length(length)}", unit="sample", leave=False)
+            last = [0]
+
+            def progress(k, bar=bar, last=last):
+                bar.update(k - last[0])
+                last[0] = k
+
+            samples = generate_samples(task, length, range(n), tokenizer, seed=seed, cache_dir=cache_dir, progress=progress)
+            bar.close()
+            path = out / name / f"{length}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".jsonl.tmp")
+            with open(tmp, "w", encoding="utf-8") as f:
+                for s in samples:
+                    f.write(s.to_json() + "\n")
+            tmp.replace(path)
+            written += len(samples)
+            print(f"{name} {format_length(length)}: {len(samples)} samples -> {path}")
+    (out / "unavailable.json").write_text(json.dumps(unavailable, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {written} samples for {len(names) - len(unavailable)} tasks to {out}"
+          + (f"; unavailable: {', '.join(sorted(unavailable))} (see {out / 'unavailable.json'})" if unavailable else ""))
+    return 0
