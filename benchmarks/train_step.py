@@ -56,16 +56,11 @@ def windows(window: int, count: int, vocab: int, seed: int = 0):
 
 
 def pairs_kept(batch) -> float:
-    """Anchor-mask attention pairs / full causal pairs, from the segment plan (what the kernel computes)."""
-    from training.attention.segments import row_segments
+    """Anchor-mask attention pairs / full causal pairs over the batch, from the kernels' segment plan."""
+    from training.attention.segments import pairs_kept as kept
 
     B, L = batch.input_ids.shape
-    kept = 0
-    for row in batch.doc_ids.tolist():
-        for seg in row_segments(row, "anchor"):
-            n = len(seg.indices)
-            kept += n * (n + 1) // 2 - (0 if seg.keep_first else 1)  # an anchor copy re-counts (0, 0)
-    return kept / (B * L * (L + 1) // 2)
+    return sum(kept(row, "anchor") for row in batch.doc_ids.tolist()) / (B * L * (L + 1) // 2)
 
 
 def pairs_kept_dense(batch) -> float:
@@ -146,10 +141,9 @@ def run_cpu(args) -> list[dict]:
         wins = windows(L, args.steps + 1, vocab)
         from training.modes import build_batch
 
-        batch = build_batch(wins[:1], "anchor")
-        pairs = pairs_kept(batch)
-        if L <= 4096:
-            dense = pairs_kept_dense(batch)
+        pairs = pairs_kept(build_batch(wins, "anchor"))  # over every window the steps use
+        if L <= 4096:  # the segment count must equal the dense mask's
+            dense = pairs_kept_dense(build_batch(wins, "anchor"))
             assert abs(dense - pairs) < 1e-12, (dense, pairs)
         models = {mode: small_llama(vocab, hidden=128, layers=2, heads=2, intermediate=344, max_pos=L) for mode in ("full", "anchor")}
         times = step_times(models, wins, "sdpa-doc", steps=args.steps, dtype=torch.float32, device=device)
@@ -174,7 +168,7 @@ def run_cuda(args) -> list[dict]:
         wins = windows(L, args.steps + 1, vocab)
         from training.modes import build_batch
 
-        pairs = pairs_kept(build_batch(wins[:1], "anchor"))
+        pairs = pairs_kept(build_batch(wins, "anchor"))
         res = {}
         for mode in ("full", "anchor"):  # one 1B model (+ AdamW state) at a time fits any 80 GB GPU
             # ~1.1B parameters: Llama-style 2048 x 16 layers, 16 heads of 128.

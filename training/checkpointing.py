@@ -49,11 +49,13 @@ def _replace_dir(tmp: Path, final: Path) -> None:
     os.replace(tmp, final)
 
 
-def save_checkpoint(run_dir: str | Path, step: int, model, tokenizer, meta: dict, *, state_dict: dict | None = None) -> Path:
+def save_checkpoint(run_dir: str | Path, step: int, model, tokenizer, meta: dict, *, state_dict: dict | None = None,
+                    dtype: str | None = None) -> Path:
     """Write <run>/ckpt-<step>/ (weights, config, tokenizer, harness_training.json) atomically.
 
     `state_dict` is the full (unsharded) weights when the model is sharded; `meta` must hold
-    the contract's keys (see training_meta).
+    the contract's keys (see training_meta). `dtype` ("bfloat16") stores the weights in that
+    dtype (bf16 runs: half the disk, what evaluation loads anyway); None keeps the fp32 masters.
     """
     run_dir = Path(run_dir)
     final = run_dir / f"ckpt-{step}"
@@ -62,12 +64,19 @@ def save_checkpoint(run_dir: str | Path, step: int, model, tokenizer, meta: dict
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     # Training runs with use_cache off; evaluation (generation) needs it on.
-    use_cache = model.config.use_cache
+    use_cache, saved_dtype = model.config.use_cache, model.config.dtype
     model.config.use_cache = True
+    if dtype is not None:
+        import torch
+
+        target = getattr(torch, dtype)
+        state_dict = {k: v.to(target) if v.is_floating_point() else v
+                      for k, v in (state_dict if state_dict is not None else model.state_dict()).items()}
+        model.config.dtype = target
     try:
         model.save_pretrained(tmp, state_dict=state_dict, safe_serialization=True)
     finally:
-        model.config.use_cache = use_cache
+        model.config.use_cache, model.config.dtype = use_cache, saved_dtype
     tokenizer.save_pretrained(tmp)
     (tmp / META_NAME).write_text(json.dumps({**meta, "step": step}, indent=2) + "\n")
     _replace_dir(tmp, final)

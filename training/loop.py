@@ -264,6 +264,12 @@ def _seed_all(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def _report_mixture(run_dir: Path, table: str) -> None:
+    """Print the mixture table (paper's Appendix C layout) and keep it beside the checkpoints."""
+    print(table)
+    (run_dir / "mixture.txt").write_text(table + "\n")
+
+
 # The settings a resumed run must share with the run it resumes (others, e.g. --steps, may change).
 _RESUME_KEYS = ("mode", "window", "batch_size", "grad_accum", "seed", "paths", "domain_tags",
                 "interleave_chunks", "mixture", "text_field", "max_docs")
@@ -309,7 +315,7 @@ def train(job: TrainJob, *, pipeline: Pipeline | None = None, dist=None, progres
     run_dir = Path(job.out)
     tokenizer = load_tokenizer_for(job)
     if pipeline is None:  # before the model: bad data fails in seconds, not after loading 7B weights
-        pipeline = default_pipeline(job, tokenizer, report=print if is_main else None)
+        pipeline = default_pipeline(job, tokenizer, report=(lambda table: _report_mixture(run_dir, table)) if is_main else None)
     if is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
     _seed_all(d.seed)
@@ -398,6 +404,8 @@ def train(job: TrainJob, *, pipeline: Pipeline | None = None, dist=None, progres
                 grad_hook(step, model)
             loss_total = dist.all_reduce_sum(loss_acc) if dist else loss_acc
             loss = float(loss_total) / denom
+            if not math.isfinite(loss):  # before the update, so no state with NaN weights is ever saved
+                raise RuntimeError(f"loss became {loss} at step {step}: lower --lr or use --dtype fp32")
             grad_norm = None
             if job.optimizer.max_grad_norm is not None:
                 norm = torch.nn.utils.clip_grad_norm_(model.parameters(), job.optimizer.max_grad_norm)
@@ -406,8 +414,6 @@ def train(job: TrainJob, *, pipeline: Pipeline | None = None, dist=None, progres
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
-            if not math.isfinite(loss):
-                raise RuntimeError(f"loss became {loss} at step {step}: lower --lr or use --dtype fp32")
             dt = time.perf_counter() - t0
             seen = d.window * d.batch_size * d.grad_accum * dp_size
             row = {"step": step, "loss": loss, "loss_tokens": num_tokens, "tokens": seen,
@@ -419,7 +425,8 @@ def train(job: TrainJob, *, pipeline: Pipeline | None = None, dist=None, progres
             if step in ckpt_steps:
                 sd = dist.full_state_dict(model) if dist else None
                 if is_main:
-                    written.append(str(ck.save_checkpoint(run_dir, step, model, tokenizer, meta, state_dict=sd)))
+                    written.append(str(ck.save_checkpoint(run_dir, step, model, tokenizer, meta, state_dict=sd,
+                                                          dtype="bfloat16" if job.model.dtype == "bf16" else None)))
             every = job.checkpoint.save_state_every
             if (every and step % every == 0) or step == sched_cfg.steps:
                 payload = {"signature": _resume_signature(job, world), "scheduler": scheduler.state_dict(),

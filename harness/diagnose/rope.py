@@ -99,31 +99,44 @@ def _expand_kv(k_HLD, num_heads: int):
     return k_HLD if groups == 1 else k_HLD.repeat_interleave(groups, dim=0)
 
 
+# Query rows per block at most: past the first blocks, a block's keys stop at its last row, so
+# small blocks skip most of the masked upper triangle (about half the work at long L).
+MAX_BLOCK_ROWS = 256
+
+
 def attention_difference(q1_HLD, k1_HLD, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = 1 << 28) -> LayerDiff:
     """Column sums of |softmax rows(Δ1) − softmax rows(Δ2)| for one layer, in blocks of rows.
 
     k may have fewer (grouped) heads than q. Softmax and differences are in float64.
     """
+    return attention_differences([(q1_HLD, k1_HLD)], q2_HLD, k2_HLD, scaling, product, max_bytes)[0]
+
+
+def attention_differences(qk1, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = 1 << 28) -> list[LayerDiff]:
+    """attention_difference for several (q1, k1) against one (q2, k2): the Δ2 rows are built once."""
     import torch
 
-    num_heads, length, _ = q1_HLD.shape
-    k1_HLD, k2_HLD = _expand_kv(k1_HLD, num_heads), _expand_kv(k2_HLD, num_heads)
-    device = q1_HLD.device
-    cols_HL = torch.zeros(num_heads, length, dtype=torch.float64, device=device)
-    logit_first_H = torch.zeros(num_heads, dtype=torch.float64, device=device)
+    num_heads, length, _ = q2_HLD.shape
+    k2_HLD = _expand_kv(k2_HLD, num_heads)
+    qk1 = [(q, _expand_kv(k, num_heads)) for q, k in qk1]
+    device = q2_HLD.device
+    cols = [torch.zeros(num_heads, length, dtype=torch.float64, device=device) for _ in qk1]
+    firsts = [torch.zeros(num_heads, dtype=torch.float64, device=device) for _ in qk1]
     # About five float64 [H, rows, L] tensors live at once (two logits, two probabilities, diff).
-    rows = max(1, min(length, max_bytes // (5 * 8 * num_heads * length)))
+    rows = max(1, min(length, MAX_BLOCK_ROWS, max_bytes // (5 * 8 * num_heads * length)))
     keys = torch.arange(length, device=device)
     for r0 in range(0, length, rows):
         r1 = min(length, r0 + rows)
         future = keys[None, :r1] > keys[r0:r1, None]  # [rows, r1]: keys after the query
-        a1 = logits(q1_HLD[:, r0:r1], k1_HLD[:, :r1], scaling, product)
         a2 = logits(q2_HLD[:, r0:r1], k2_HLD[:, :r1], scaling, product)
-        logit_first_H += (a1[..., 0] - a2[..., 0]).abs().sum(-1)
-        p1 = torch.softmax(a1.masked_fill_(future, float("-inf")), dim=-1)
+        a2_first = a2[..., 0].clone()
         p2 = torch.softmax(a2.masked_fill_(future, float("-inf")), dim=-1)
-        cols_HL[:, :r1] += (p1 - p2).abs_().sum(1)
-    return LayerDiff(cols_HL, logit_first_H)
+        for (q1, k1), cols_HL, first_H in zip(qk1, cols, firsts):
+            a1 = logits(q1[:, r0:r1], k1[:, :r1], scaling, product)
+            first_H += (a1[..., 0] - a2_first).abs().sum(-1)
+            p1 = torch.softmax(a1.masked_fill_(future, float("-inf")), dim=-1)
+            cols_HL[:, :r1] += p1.sub_(p2).abs_().sum(1)
+    return [LayerDiff(c, f) for c, f in zip(cols, firsts)]
 
 
 def first_logit_difference(q1_HLD, k1_HLD, q2_HLD, k2_HLD, scaling: float, product: str):
@@ -219,8 +232,9 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
         rec.mode = "off"
 
     per_sample: list[_Sample] = []
-    runs_per_sample = 1 + len(shifts) + 2 * len(settings.logit_lengths)
-    bar = tqdm(total=len(samples) * runs_per_sample, desc=f"rope diagnostic {model_dtype}", disable=not progress, unit="pass")
+    # Units: forward passes, plus one per (layer, precision config, shift) of the source breakdown.
+    steps = 1 + len(shifts) + 2 * len(settings.logit_lengths) + (num_layers * len(configs) * len(shifts) if settings.sources else 0)
+    bar = tqdm(total=len(samples) * steps, desc=f"rope diagnostic {model_dtype}", disable=not progress, unit="step")
     with contextlib.ExitStack() as stack, torch.no_grad():
         stack.enter_context(capture_attention(model, settings.kernel, rec.on_attention))
         if settings.sources:
@@ -245,7 +259,7 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
             rec.layer_diffs = {}
             rec.ref = {}
             if settings.sources:
-                res.sources = _sources(rec.pre, rotary, scaling, shifts, delta2, configs, settings.max_bytes)
+                res.sources = _sources(rec.pre, rotary, scaling, shifts, delta2, configs, settings.max_bytes, bar.update)
                 rec.pre = {}
             for length in settings.logit_lengths:
                 part = torch.tensor([tokens[:length]], device=device)
@@ -260,7 +274,7 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
     return _summarise(per_sample, settings, configs, model_dtype, product, num_layers, layers)
 
 
-def _sources(pre, rotary, scaling, shifts, delta2, configs, max_bytes) -> dict[str, list[float]]:
+def _sources(pre, rotary, scaling, shifts, delta2, configs, max_bytes, progress=None) -> dict[str, list[float]]:
     """D per shift for each precision config, from the fixed pre-RoPE q/k of every layer."""
     import torch
 
@@ -278,15 +292,22 @@ def _sources(pre, rotary, scaling, shifts, delta2, configs, max_bytes) -> dict[s
 
     for layer in sorted(pre):
         q, k = (t.to(torch.float64) for t in pre[layer])
-        length = q.shape[1]
+        num_heads, length, head_dim = q.shape
+        # Rotated q/k of this many shifts at once (float64), so the Δ2 rows are shared by them.
+        group = max(1, max_bytes // ((num_heads + k.shape[0]) * length * head_dim * 8))
         for name, prec in configs.items():
             q2 = apply_rope(q, *cos_sin(delta2, prec.angles, length), prec.rotated)
             k2 = apply_rope(k, *cos_sin(delta2, prec.angles, length), prec.rotated)
-            for s, shift in enumerate(shifts):
-                cos, sin = cos_sin(shift, prec.angles, length)
-                diff = attention_difference(apply_rope(q, cos, sin, prec.rotated), apply_rope(k, cos, sin, prec.rotated),
-                                            q2, k2, scaling, prec.product, max_bytes)
-                out[name][s] += diff.head_d().sum().item()
+            for g0 in range(0, len(shifts), group):
+                qk1 = []
+                for shift in shifts[g0:g0 + group]:
+                    cos, sin = cos_sin(shift, prec.angles, length)
+                    qk1.append((apply_rope(q, cos, sin, prec.rotated), apply_rope(k, cos, sin, prec.rotated)))
+                diffs = attention_differences(qk1, q2, k2, scaling, prec.product, max_bytes)
+                for s, diff in enumerate(diffs, start=g0):
+                    out[name][s] += diff.head_d().sum().item()
+            if progress is not None:
+                progress(len(shifts))
     return out
 
 

@@ -4,13 +4,15 @@ Task names are the reference's dataset names (trec, 2wikimqa, repobench-p, ...);
 variants are `<name>_e` and its eval.py buckets `<name>_e_0_4k`, `<name>_e_4_8k`, `<name>_e_8k_plus`.
 
 Length convention (LongBench samples are not length-controlled, Task.length_controlled = False):
-the `length` the evaluation loop passes to `sample()` is the truncation budget `max_length` of
-LongBench/pred.py, in prompt tokens counted with the model's tokenizer (BOS included). Its default
-is the model's context minus the task's max new tokens (`default_max_length`), so prompt plus
-generation always fit; `length <= 0` means no truncation. Prompts longer than the budget are
-middle-truncated (tasks.longbench.truncation); `Sample.length` records the budget and
-`metadata["truncation"]` records {rule, max_length, original_tokens, truncated}. Sample `index` is
-record `index` of the dataset file, so `num_samples_available()` is the dataset size.
+the `length` L the evaluation loop passes to `sample()` is the whole budget of a sample, as
+everywhere in this project (prompt tokens, BOS included, plus tokens to generate), counted with the
+model's tokenizer. The prompt is then middle-truncated to L - max_new_tokens tokens, which is
+LongBench/pred.py's max_length when L is the model's context (the default the loop should pass;
+`--max-length` overrides it). One L serves all 21 tasks, so their results share a length and
+categories average across tasks. `L <= 0` means no truncation. `Sample.length` records L and
+`metadata["truncation"]` records {rule, max_length (the prompt budget), original_tokens,
+truncated}. Sample `index` is record `index` of the dataset file, so `num_samples_available()` is
+the dataset size.
 
 No chat template is applied (base models; pred.py also uses none on the few-shot and code tasks).
 Scoring follows LongBench/eval.py: first-line cut for trec/triviaqa/samsum/lsht, max over answers.
@@ -68,6 +70,7 @@ class LongBenchTask(Task):
         return len(self.records())
 
     def default_max_length(self, model_context: int) -> int:
+        """pred.py's prompt budget for a model context (what sample(model_context, ...) truncates to)."""
         return default_max_length(model_context, self.max_new_tokens)
 
     def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
@@ -76,7 +79,7 @@ class LongBenchTask(Task):
             raise UserError(f"{self.name} has {len(recs)} samples, index {index} asked: pass --samples {len(recs)} or fewer")
         rec = recs[index]
         prompt = DATASET2PROMPT[self.dataset].format(**rec)
-        prompt, trunc = middle_truncate(prompt, tokenizer, length)
+        prompt, trunc = middle_truncate(prompt, tokenizer, length - self.max_new_tokens if length > 0 else 0)
         return Sample(
             task=self.name,
             version=self.version,

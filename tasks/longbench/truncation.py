@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tasks.tokenization import count_tokens
+
 
 def default_max_length(model_context: int, max_new_tokens: int) -> int:
     """pred.py's budget for a model: its context minus the task's max new tokens."""
@@ -24,6 +26,17 @@ def middle_truncate(prompt: str, tokenizer, max_length: int) -> tuple[str, dict[
     if max_length <= 0 or len(ids) <= max_length:
         return prompt, info
     half = int(max_length / 2)
-    kept = tokenizer.decode(ids[:half], skip_special_tokens=True) + tokenizer.decode(ids[-half:], skip_special_tokens=True)
+    left = right = half
+    kept = tokenizer.decode(ids[:left], skip_special_tokens=True) + tokenizer.decode(ids[-right:], skip_special_tokens=True)
+    # Re-encoding the joined halves can merge differently at the seam (or re-add BOS) and come out
+    # a few tokens over; pred.py would then run past the model's context. Trim the halves until it
+    # fits; `refit_tokens` records how far we went beyond pred.py's cut (0 almost always).
+    while (n := count_tokens(tokenizer, kept)) > max_length and left + right > 0:
+        excess = n - max_length
+        cut_left = min(left, (excess + 1) // 2)
+        left, right = left - cut_left, max(0, right - max(1, excess - cut_left))
+        kept = (tokenizer.decode(ids[:left], skip_special_tokens=True)
+                + (tokenizer.decode(ids[-right:], skip_special_tokens=True) if right else ""))
     info["truncated"] = True
+    info["refit_tokens"] = 2 * half - left - right
     return kept, info

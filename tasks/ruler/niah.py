@@ -58,19 +58,50 @@ def _noise_line_cost(counter: Counter) -> int:
     return counter.tables[key]
 
 
-def _essay_cum(counter: Counter, essays) -> np.ndarray:
-    """cum[k] = tokens of the first k corpus words joined with spaces (one tokenization, cached)."""
-    key = ("essay_cum", essays.hash)
+class EssayCosts:
+    """Tokens of the first k corpus words joined with spaces, for any k, built chunk by chunk.
+
+    A chunk is tokenized once per tokenizer (with the space that precedes it in the haystack) and
+    its word boundaries are read from the token offsets; a 4K sample touches one chunk, a 128K
+    sample about half the corpus.
+    """
+
+    CHUNK = 8192
+
+    def __init__(self, counter: Counter, words: list[str]):
+        self.counter, self.words = counter, words
+        self.W = len(words)
+        self.cum = np.zeros(1, dtype=np.int64)  # cum[k] for k <= covered words
+
+    def _cover(self, k: int) -> None:
+        while len(self.cum) - 1 < k:
+            a = len(self.cum) - 1
+            chunk = self.words[a:a + self.CHUNK]
+            lead = 1 if a else 0
+            text = " " * lead + " ".join(chunk)
+            enc = self.counter.backend.encode(text, add_special_tokens=False)
+            starts = np.fromiter((o[0] for o in enc.offsets), dtype=np.int64, count=len(enc.offsets))
+            lens = np.fromiter((len(w) for w in chunk), dtype=np.int64, count=len(chunk))
+            ends = lead + np.cumsum(lens + 1) - 1  # char offset just past each word
+            local = np.searchsorted(starts, ends, side="left")
+            local[-1] = len(enc.ids)
+            self.cum = np.concatenate([self.cum, self.cum[-1] + local])
+
+    def __call__(self, n: np.ndarray) -> np.ndarray:
+        """tokens(first n words of the repeated corpus), up to the junctions between copies."""
+        full, rest = n // self.W, n % self.W
+        self._cover(self.W if full.max() > 0 else int(rest.max()))
+        return full * (self.cum[self.W] if full.max() > 0 else 0) + self.cum[rest]
+
+    def mean(self) -> float:
+        self._cover(min(self.W, self.CHUNK))
+        return self.cum[-1] / (len(self.cum) - 1)
+
+
+def _essay_costs(counter: Counter, essays) -> EssayCosts:
+    key = ("essay_costs", essays.hash)
     if key not in counter.tables:
-        text = " ".join(essays.words)
-        enc = counter.backend.encode(text, add_special_tokens=False)
-        starts = np.fromiter((s for s, _ in enc.offsets), dtype=np.int64, count=len(enc.offsets))
-        lens = np.fromiter((len(w) for w in essays.words), dtype=np.int64, count=len(essays.words))
-        ends = np.cumsum(lens + 1) - 1  # char offset just past each word
-        cum = np.zeros(len(essays.words) + 1, dtype=np.int64)
-        cum[1:] = np.searchsorted(starts, ends, side="left")
-        cum[-1] = len(enc.ids)
-        counter.tables[key] = cum
+        counter.tables[key] = EssayCosts(counter, essays.words)
     return counter.tables[key]
 
 
@@ -103,7 +134,7 @@ class NiahPlan:
         self.max_units = None
         if cfg.haystack == "essay":
             self.min_units = 1
-            self.cum = _essay_cum(counter, essays)
+            self.cum = _essay_costs(counter, essays)
         elif cfg.haystack == "noise":
             self.min_units = len(needles)
             self.line = _noise_line_cost(counter)
@@ -179,7 +210,7 @@ class NiahPlan:
             return int(self.min_units + tokens_left / mean * 1.01) + 8
         if self.cfg.haystack == "noise":
             return int(self.min_units + tokens_left / self.line) + 1
-        return int(tokens_left / (self.cum[-1] / (len(self.cum) - 1))) + 1
+        return int(tokens_left / self.cum.mean()) + 1
 
     def calibration_units(self, hint: int) -> int:
         """Essays: ~2000 words (about 100 sentences, so the needles sit apart as in a long haystack)."""
@@ -190,8 +221,7 @@ class NiahPlan:
         if h == "noise":
             return n * self.line
         if h == "essay":
-            W = len(self.cum) - 1
-            return (n // W) * self.cum[-1] + self.cum[n % W]
+            return self.cum(n)
         self._extend(int(n.max()))
         return self._dcum[n]
 

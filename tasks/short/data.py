@@ -28,7 +28,7 @@ def _offline() -> bool:
     return any(os.environ.get(v, "").strip() not in ("", "0", "false", "False") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
-def _cache_root() -> Path:
+def cache_root() -> Path:
     return Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "longctx-harness")) / "short"
 
 
@@ -82,7 +82,7 @@ def _mmlu(folder_key: str | None) -> tuple[dict[str, dict[str, str]], list[tuple
     for split, rows in (("test", test), ("dev", dev)):
         for r in rows:
             by_subject.setdefault(r["subject"], {"test": [], "dev": []})[split].append(r)
-    root = _cache_root() / f"mmlu-{digest}"
+    root = cache_root() / f"mmlu-{digest}"
     files: dict[str, dict[str, str]] = {}
     order: list[tuple[str, int]] = []
     for subject in sorted(by_subject):
@@ -113,7 +113,7 @@ def mmlu_files() -> tuple[dict[str, dict[str, str]], list[tuple[str, int]], str]
 def _hellaswag(folder_key: str | None) -> tuple[str, tuple[int, ...], str]:
     (rows,) = _rows(HELLASWAG_ENV, ["validation.jsonl"], ("Rowan/hellaswag", None), "HellaSwag")
     digest = _hash_rows(rows)
-    path = _cache_root() / f"hellaswag-{digest}" / "validation.jsonl"
+    path = cache_root() / f"hellaswag-{digest}" / "validation.jsonl"
     if not path.is_file():
         _write_jsonl(path, rows)
     order = list(range(len(rows)))

@@ -87,8 +87,12 @@ def shipped_task_config(name: str) -> dict[str, Any]:
 
 def local_config(name: str, data_files: dict[str, str]) -> dict[str, Any]:
     """The shipped config with its hub dataset replaced by local json files (same splits)."""
+    from tasks.short.data import cache_root
+
     cfg = shipped_task_config(name)
-    cfg.update(dataset_path="json", dataset_name=None, dataset_kwargs={"data_files": dict(data_files)})
+    # datasets' Arrow cache goes beside our copies (under HARNESS_CACHE), not into ~/.cache.
+    cfg.update(dataset_path="json", dataset_name=None,
+               dataset_kwargs={"data_files": dict(data_files), "cache_dir": str(cache_root() / "hf-datasets")})
     return cfg
 
 

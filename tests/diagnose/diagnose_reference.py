@@ -1,7 +1,7 @@
 """Brute-force references for the RoPE diagnostic tests: full L×L matrices built directly.
 
-Independent of harness.diagnose: hidden states come from transformers' own eager forward
-(output_hidden_states), q/k from the layer's modules and transformers' apply_rotary_pos_emb, and
+Independent of harness.diagnose: hidden states come from transformers' own forward
+(output_hidden_states; eager, or sdpa for float64 models), q/k from the layer's modules and transformers' apply_rotary_pos_emb, and
 Eq. 4 / Eq. 5 are evaluated on whole attention matrices with the normalisation written out.
 """
 
@@ -36,10 +36,14 @@ def layer_inputs(model, ids, shift, fp64_angles=False):
     handle = None
     if fp64_angles:
         handle = inner.rotary_emb.register_forward_hook(lambda m, a, o: fp64_cos_sin(m, positions, o[0].dtype))
+    # transformers' eager softmax is float32 even in a float64 model; its sdpa stays float64.
+    if model.dtype == torch.float64:
+        model.set_attn_implementation("sdpa")
     try:
         out = inner(input_ids=ids, position_ids=positions, output_hidden_states=True, use_cache=False)
         cos, sin = inner.rotary_emb(out.hidden_states[0], positions)
     finally:
+        model.set_attn_implementation("eager")
         if handle is not None:
             handle.remove()
     result = []

@@ -167,3 +167,40 @@ def test_checkpoints_written_once_and_loadable(tiny_llama_dir, run_job, tmp_path
     state = torch.load(run / "state" / "step-6" / "state.pt", weights_only=False)
     for name, tensor in model.state_dict().items():
         assert torch.equal(tensor, state["model"][name]), name
+
+
+def test_warmup_bf16_and_grad_checkpointing(tiny_llama_dir, run_job, tmp_path):
+    """Linear warmup reaches lr at step W; grad checkpointing changes no gradient; bf16 autocast stays close."""
+    from training.logging import read_log
+
+    grads = {}
+
+    def hook(name):
+        def _h(step, model):
+            if step == 1:
+                grads[name] = {n: p.grad.clone() for n, p in model.named_parameters()}
+        return _h
+
+    run_job(small_job(tiny_llama_dir, tmp_path / "plain", steps=3, warmup=2), grad_hook=hook("plain"))
+    assert [r["lr"] for r in read_log(tmp_path / "plain" / "log.jsonl")] == pytest.approx([5e-4, 1e-3, 1e-3])
+    run_job(small_job(tiny_llama_dir, tmp_path / "ckpt", steps=1, grad_checkpointing=True), grad_hook=hook("gc"))
+    for n, g in grads["plain"].items():
+        assert (g - grads["gc"][n]).abs().max() <= 1e-6 * max(1.0, g.abs().max().item()), n
+    fp32 = read_log(tmp_path / "plain" / "log.jsonl")[0]["loss"]
+    bf16 = run_job(small_job(tiny_llama_dir, tmp_path / "bf16", steps=1, dtype="bf16"))["losses"][0]
+    assert bf16 != fp32 and bf16 == pytest.approx(fp32, rel=1e-2)
+
+
+def test_bf16_run_writes_bf16_checkpoint(tiny_llama_dir, run_job, tmp_path):
+    import json as _json
+
+    import torch
+    from safetensors.torch import load_file
+
+    run_job(small_job(tiny_llama_dir, tmp_path / "run", steps=1, dtype="bf16", save_every=1))
+    weights = load_file(tmp_path / "run" / "ckpt-1" / "model.safetensors")
+    state = torch.load(tmp_path / "run" / "state" / "step-1" / "state.pt", weights_only=False)
+    assert all(t.dtype == torch.bfloat16 for t in weights.values())
+    assert all(torch.equal(weights[k], state["model"][k].to(torch.bfloat16)) for k in weights)
+    assert state["model"]["lm_head.weight"].dtype == torch.float32  # the resumable state keeps fp32 masters
+    assert _json.loads((tmp_path / "run" / "ckpt-1" / "config.json").read_text())["dtype"] == "bfloat16"

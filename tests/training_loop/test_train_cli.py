@@ -44,6 +44,7 @@ def test_train_cli_mixture(tiny_llama_dir, corpus_path, tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "Token Ratio" in captured.out  # the Appendix-C style table
+    assert "Token Ratio" in (out / "mixture.txt").read_text()
     assert (out / "ckpt-3" / "harness_training.json").exists()
 
 
@@ -83,3 +84,24 @@ def test_harness_eval_reads_training_checkpoints(tiny_llama_dir, corpus_path, tm
     assert results["run"]["mode"] == "anchor"
     assert [c["step"] for c in results["run"]["checkpoints"]] == [2, 3]
     assert results["run"]["checkpoints"][-1]["training"]["window"] == 256
+
+
+@pytest.mark.slow
+def test_torchrun_ulysses_matches_single_process(tiny_llama_dir, corpus_path, tmp_path):
+    """`torchrun --nproc-per-node 2 -m harness train --sp 2` (gloo, FSDP2 + Ulysses) logs the single-process curve."""
+    import subprocess
+    import sys
+
+    from training.logging import read_log
+
+    common = ["--max-docs", "30", "--lr", "1e-3", "--steps", "2", "--save-every", "2", "--keep-last", "1"]
+    assert main(_args(tiny_llama_dir, corpus_path, tmp_path / "one", *common)) == 0
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "harness",
+           *_args(tiny_llama_dir, corpus_path, tmp_path / "two", *common, "--sp", "2")]
+    env = {**__import__("os").environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    one = [r["loss"] for r in read_log(tmp_path / "one" / "log.jsonl")]
+    two = [r["loss"] for r in read_log(tmp_path / "two" / "log.jsonl")]
+    assert len(two) == 2 and two == pytest.approx(one, rel=1e-5)
+    assert (tmp_path / "two" / "ckpt-2" / "model.safetensors").exists()
