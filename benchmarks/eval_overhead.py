@@ -50,7 +50,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=16)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--dtype", default="auto")
-    ap.add_argument("--repeats", type=int, default=2, help="best of N for each side")
+    ap.add_argument("--repeats", type=int, default=3, help="best of N for each side")
     args = ap.parse_args()
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -72,14 +72,17 @@ def main() -> None:
         prompts = [s.prompt for s in samples]
         t_bare, t_harness = float("inf"), float("inf")
         for r in range(args.repeats):
-            t0 = time.perf_counter()
-            bare_loop(model, prompts, samples[0].max_new_tokens, args.batch_size, args.dtype)
-            t_bare = min(t_bare, time.perf_counter() - t0)
             cfg = EvalConfig(ckpts=model, tasks=[args.task], lengths=str(L), samples=args.samples,
                              batch_size=args.batch_size, dtype=args.dtype, out=str(work / f"out-{L}-{r}"), progress=False)
-            t0 = time.perf_counter()
-            run_eval(cfg, print_table=False)
-            t_harness = min(t_harness, time.perf_counter() - t0)
+            # Alternate which side goes first: a shared machine's load drifts during a run.
+            for side in (("bare", "harness") if r % 2 == 0 else ("harness", "bare")):
+                t0 = time.perf_counter()
+                if side == "bare":
+                    bare_loop(model, prompts, samples[0].max_new_tokens, args.batch_size, args.dtype)
+                    t_bare = min(t_bare, time.perf_counter() - t0)
+                else:
+                    run_eval(cfg, print_table=False)
+                    t_harness = min(t_harness, time.perf_counter() - t0)
         rows.append((format_length(L), args.samples / t_bare, args.samples / t_harness, t_bare, t_harness))
 
     print(f"\nmodel {model} · task {args.task} · {args.samples} samples · batch {args.batch_size} · best of {args.repeats}")

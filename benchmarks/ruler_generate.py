@@ -3,11 +3,14 @@
     python benchmarks/ruler_generate.py                      # 100 samples, 4K/32K/128K, all tasks
     python benchmarks/ruler_generate.py --samples 10 --tasks niah_single_1,fwe --lengths 4k,128k
     python benchmarks/ruler_generate.py --squad dev-v2.0.json --hotpotqa hotpot_dev_distractor_v1.json
+    python benchmarks/ruler_generate.py --synthetic-qa       # speed of qa_1/qa_2 on made-up files
 
 Each (task, length) runs in a fresh process so peak memory and the time from process start to
 the first sample are its own. Baseline, measured in the same process: tokenizing the final
 prompts once (the physical floor of an exact-length generator is one verifying pass, ratio ~1.0).
 Targets: ratio <= 1.5 at 128K, first sample < 2 s after process start, peak RSS < 1 GB.
+Times are shown as wall and CPU seconds: on a shared machine the CPU figures are the stable ones
+(generation and tokenization are single-threaded here).
 """
 
 from __future__ import annotations
@@ -31,20 +34,19 @@ from benchmarks.ruler_generate import configure
 name, length, n, tok_path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 tok = light_tokenizer(tok_path)  # transformers' import alone takes 3-9 s on a loaded 2-core machine
 task = configure(get_task(name))
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 samples = [task.sample(length, 0, 42, tok)]
-first = time.time() - t_proc
+first, first_cpu = time.time() - t_proc, time.process_time()  # CPU since process start
 for i in range(1, n):
     samples.append(task.sample(length, i, 42, tok))
-gen = time.perf_counter() - t0
-backend = tok
-t1 = time.perf_counter()
+gen, gen_cpu = time.perf_counter() - t0, time.process_time() - c0
+t1, c1 = time.perf_counter(), time.process_time()
 for s in samples:
-    backend.encode(s.prompt, add_special_tokens=True)
-base = time.perf_counter() - t1
+    tok.encode(s.prompt, add_special_tokens=True)
+base, base_cpu = time.perf_counter() - t1, time.process_time() - c1
 gaps = sorted(length - s.num_tokens - s.max_new_tokens for s in samples)
 print(json.dumps({"task": name, "length": length, "n": n, "gen_s": gen, "tok_s": base,
-                  "first_s": first, "gaps": [gaps[0], statistics.median(gaps), gaps[-1]],
+                  "gen_cpu": gen_cpu, "tok_cpu": base_cpu, "first_s": first, "first_cpu": first_cpu, "gaps": [gaps[0], statistics.median(gaps), gaps[-1]],
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -56,6 +58,30 @@ def configure(task):
     if getattr(task, "dataset", None) == "hotpotqa":
         task.path = os.environ.get("HARNESS_HOTPOTQA")
     return task
+
+
+def write_synthetic_qa() -> tuple[str, str]:
+    """Random-word stand-ins with the real files' shapes: SQuAD v2 dev ~1200 paragraphs of ~120
+    words in 35 articles; HotpotQA dev ~7400 questions x 10 paragraphs of ~60 words."""
+    import random
+    import tempfile
+
+    from tasks.data.words import cwe_words
+
+    rng = random.Random(0)
+    pool = cwe_words()
+    para = lambda k: " ".join(rng.choice(pool) for _ in range(k)) + "."  # noqa: E731
+    d = tempfile.mkdtemp(prefix="ruler-bench-qa-")
+    squad = {"data": [{"title": f"A{a}", "paragraphs": [
+        {"context": para(120), "qas": [{"question": f"Question {a}-{p}?", "is_impossible": False,
+                                        "answers": [{"text": "x"}]}]} for p in range(35)]} for a in range(35)]}
+    hotpot = [{"question": f"Question {q}?", "answer": "x", "context": [[f"T{q}-{j}", [para(60)]] for j in range(10)]}
+              for q in range(7400)]
+    paths = (os.path.join(d, "squad.json"), os.path.join(d, "hotpotqa.json"))
+    for path, data in zip(paths, (squad, hotpot)):
+        with open(path, "w") as f:
+            json.dump(data, f)
+    return paths
 
 
 def main(argv=None) -> int:
@@ -73,7 +99,11 @@ def main(argv=None) -> int:
     p.add_argument("--tokenizer", help="tokenizer dir (default: the embedded tokenizer)")
     p.add_argument("--squad")
     p.add_argument("--hotpotqa")
+    p.add_argument("--synthetic-qa", action="store_true",
+                   help="write SQuAD/HotpotQA-format files of random text (sizes like the real dev sets) to time qa offline")
     args = p.parse_args(argv)
+    if args.synthetic_qa:
+        args.squad, args.hotpotqa = write_synthetic_qa()
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), TOKENIZERS_PARALLELISM="false",
                PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if args.squad:
@@ -85,7 +115,8 @@ def main(argv=None) -> int:
     tok = args.tokenizer or str(default_tokenizer_dir())
     names = split_csv(args.tasks) or RULER_TASKS
     rows = []
-    print(f"{'task':<17}{'L':>6}{'n':>5}{'samples/s':>11}{'gap min/med/max':>20}{'peak MB':>9}{'gen/tok':>9}{'first s':>9}")
+    print(f"{'task':<17}{'L':>6}{'n':>5}{'samples/s':>11}{'gap min/med/max':>18}{'peak MB':>9}"
+          f"{'gen/tok wall':>13}{'gen/tok cpu':>12}{'1st s wall':>11}{'1st s cpu':>10}")
     for name in names:
         try:
             configure(get_task(name)).check_available()
@@ -102,12 +133,14 @@ def main(argv=None) -> int:
             rows.append(r)
             g = r["gaps"]
             print(f"{name:<17}{format_length(length):>6}{r['n']:>5}{r['n'] / r['gen_s']:>11.1f}"
-                  f"{f'{g[0]}/{g[1]:g}/{g[2]}':>20}{r['rss_mb']:>9.0f}{r['gen_s'] / r['tok_s']:>9.2f}{r['first_s']:>9.2f}")
+                  f"{f'{g[0]}/{g[1]:g}/{g[2]}':>18}{r['rss_mb']:>9.0f}{r['gen_s'] / r['tok_s']:>13.2f}"
+                  f"{r['gen_cpu'] / r['tok_cpu']:>12.2f}{r['first_s']:>11.2f}{r['first_cpu']:>10.2f}", flush=True)
     if rows:
-        worst = max((r for r in rows if r["length"] >= 131072), key=lambda r: r["gen_s"] / r["tok_s"], default=None)
+        worst = max((r for r in rows if r["length"] >= 131072), key=lambda r: r["gen_cpu"] / r["tok_cpu"], default=None)
         if worst:
-            print(f"worst ratio at 128K: {worst['task']} {worst['gen_s'] / worst['tok_s']:.2f} (target <= 1.5); "
-                  f"max first-sample {max(r['first_s'] for r in rows):.2f} s (target < 2); "
+            print(f"worst CPU ratio at 128K: {worst['task']} {worst['gen_cpu'] / worst['tok_cpu']:.2f} (target <= 1.5); "
+                  f"max first-sample {max(r['first_s'] for r in rows):.2f} s wall / "
+                  f"{max(r['first_cpu'] for r in rows):.2f} s CPU (target < 2); "
                   f"max peak {max(r['rss_mb'] for r in rows):.0f} MB (target < 1024)")
     return 0
 

@@ -338,8 +338,10 @@ def build_results(plan: Plan) -> dict:
     _, records = read_store(plan.out / "samples.jsonl")
     records = [r for r in records if ResultStore.key(r) in plan.planned_keys]
     excluded = [t for t in plan.suite_tasks if t in cfg.exclude]
+    # Tasks whose samples are not length-controlled (LongBench, short-context) sit at length 0.
+    lengths = sorted({L for t in plan.tasks for L in (plan.lengths if t.length_controlled else [0])})
     suites = {plan.suite_label: {"tasks": plan.suite_tasks, "excluded": excluded, "unavailable": plan.unavailable,
-                                 "lengths": plan.lengths}}
+                                 "lengths": lengths}}
     modes = {(c.training or {}).get("mode") for c in plan.ckpts}
     parents = {str(Path(c.path).parent) for c in plan.ckpts}
     run = {"name": plan.name, "model": parents.pop() if len(parents) == 1 else sorted(parents),

@@ -64,7 +64,7 @@ def save_checkpoint(run_dir: str | Path, step: int, model, tokenizer, meta: dict
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     # Training runs with use_cache off; evaluation (generation) needs it on.
-    use_cache, saved_dtype = model.config.use_cache, model.config.dtype
+    use_cache = model.config.use_cache
     model.config.use_cache = True
     if dtype is not None:
         import torch
@@ -72,11 +72,14 @@ def save_checkpoint(run_dir: str | Path, step: int, model, tokenizer, meta: dict
         target = getattr(torch, dtype)
         state_dict = {k: v.to(target) if v.is_floating_point() else v
                       for k, v in (state_dict if state_dict is not None else model.state_dict()).items()}
-        model.config.dtype = target
     try:
         model.save_pretrained(tmp, state_dict=state_dict, safe_serialization=True)
     finally:
-        model.config.use_cache, model.config.dtype = use_cache, saved_dtype
+        model.config.use_cache = use_cache
+    if dtype is not None:  # save_pretrained records the in-memory (fp32) dtype; the files hold `dtype`
+        config = json.loads((tmp / "config.json").read_text())
+        config["dtype"] = dtype
+        (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     tokenizer.save_pretrained(tmp)
     (tmp / META_NAME).write_text(json.dumps({**meta, "step": step}, indent=2) + "\n")
     _replace_dir(tmp, final)

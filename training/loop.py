@@ -119,18 +119,21 @@ def load_model(job: TrainJob, device):
 
 
 def parse_mixture(spec: str, seed: int):
-    """--mixture "tokens=2000000[,long_threshold=4096][,long_weight=5][,SOURCE=SHARE,...]" -> MixtureConfig.
+    """--mixture "tokens=N[,source=FIELD][,long_threshold=4096][,long_weight=5][,SOURCE=SHARE,...]".
 
-    Sources are the data files' stems (or their source/domain fields, see training.data); without
-    SOURCE=SHARE items each source keeps its share of tokens in the original data.
+    Returns (MixtureConfig, source field or None). A document's source is its FIELD value, else its
+    --domain-tags value, else its data file's stem (training.data); without SOURCE=SHARE items each
+    source keeps its share of tokens in the original data.
     """
     from training.mixture import DEFAULT_LONG_THRESHOLD, DEFAULT_LONG_WEIGHT, MixtureConfig, parse_shares
 
     opts = {"tokens": None, "long_threshold": DEFAULT_LONG_THRESHOLD, "long_weight": DEFAULT_LONG_WEIGHT}
-    shares = []
+    shares, source_field = [], None
     for part in filter(None, (p.strip() for p in spec.split(","))):
         key, _, value = part.partition("=")
-        if key.strip() in opts:
+        if key.strip() == "source":
+            source_field = value.strip() or None
+        elif key.strip() in opts:
             try:
                 opts[key.strip()] = float(value) if key.strip() == "long_weight" else int(float(value))
             except ValueError:
@@ -139,8 +142,9 @@ def parse_mixture(spec: str, seed: int):
             shares.append(part)
     if not opts["tokens"] or opts["tokens"] < 1:
         raise UserError(f"--mixture {spec!r} needs tokens=N (the mixture's total tokens), e.g. tokens=2000000,C4=0.2,CommonCrawl=0.8")
-    return MixtureConfig(total_tokens=opts["tokens"], shares=parse_shares(",".join(shares)) if shares else None,
-                         long_threshold=opts["long_threshold"], long_weight=opts["long_weight"], seed=seed)
+    config = MixtureConfig(total_tokens=opts["tokens"], shares=parse_shares(",".join(shares)) if shares else None,
+                           long_threshold=opts["long_threshold"], long_weight=opts["long_weight"], seed=seed)
+    return config, source_field
 
 
 def default_pipeline(job: TrainJob, tokenizer, *, report=print) -> Pipeline:
@@ -152,11 +156,12 @@ def default_pipeline(job: TrainJob, tokenizer, *, report=print) -> Pipeline:
     d = job.data
     modes.check_mode(d.mode, d.interleave_chunks)
     aid = anchor_id(tokenizer)
-    mixture = parse_mixture(d.mixture, d.seed) if d.mixture else None
+    mixture, source_field = parse_mixture(d.mixture, d.seed) if d.mixture else (None, None)
 
     def raw_documents():
         for p in d.paths:
-            yield from load_documents(p, tokenizer, text_field=d.text_field, domain_field=d.domain_tags, limit=d.max_docs)
+            yield from load_documents(p, tokenizer, text_field=d.text_field, domain_field=d.domain_tags,
+                                      source_field=source_field, limit=d.max_docs)
 
     # Fail on a bad path or field now, as one line, not at the first step.
     next(iter(load_documents(d.paths[0], tokenizer, text_field=d.text_field, domain_field=d.domain_tags, limit=1)), None)

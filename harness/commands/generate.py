@@ -5,7 +5,9 @@
         --lengths 4k --samples 10 --out data/ --tokenizer path/to/tokenizer
 
 Writes <out>/<task>/<length>.jsonl (one Sample.to_json() per line, see docs/contracts.md) and
-<out>/unavailable.json naming the tasks whose data is missing, with the fix. Samples are cached
+<out>/unavailable.json naming the tasks whose data is missing, with the fix. A task/length that
+cannot be built (a length below the task's fixed parts) is reported and the others still run;
+the command then exits 2. Samples are cached
 by content hash (tasks.generate), so a re-run or a larger --samples reuses the finished ones.
 """
 
@@ -65,6 +67,7 @@ def run(args) -> int:
     cache_dir = Path(args.cache_dir) if args.cache_dir else None
 
     unavailable: dict[str, str] = {}
+    failed: list[str] = []
     written = 0
     for name in names:
         task = configure_task(get_task(name), args.essays, args.squad, args.hotpotqa)
@@ -87,7 +90,13 @@ def run(args) -> int:
                 bar.update(k - last[0])
                 last[0] = k
 
-            samples = generate_samples(task, length, range(n), tokenizer, seed=seed, cache_dir=cache_dir, progress=progress)
+            try:
+                samples = generate_samples(task, length, range(n), tokenizer, seed=seed, cache_dir=cache_dir, progress=progress)
+            except UserError as exc:  # e.g. a length below the task's fixed parts: the other tasks go on
+                bar.close()
+                failed.append(f"{name} {format_length(length)}: {exc}")
+                print(f"error: {name} {format_length(length)}: {exc}")
+                continue
             bar.close()
             path = out / name / f"{length}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -101,4 +110,6 @@ def run(args) -> int:
     (out / "unavailable.json").write_text(json.dumps(unavailable, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {written} samples for {len(names) - len(unavailable)} tasks to {out}"
           + (f"; unavailable: {', '.join(sorted(unavailable))} (see {out / 'unavailable.json'})" if unavailable else ""))
+    if failed:
+        raise UserError(f"{len(failed)} task/length pairs failed (see above), first: {failed[0]}")
     return 0

@@ -14,11 +14,9 @@ from __future__ import annotations
 import argparse
 
 from harness.errors import UserError
+from training.config import DTYPES, KERNEL_CHOICES, MODES  # dataclasses only: keeps --help light
 
 HELP = "continue pretraining a causal LM on packed long windows (anchor, intradoc, full attention)"
-
-MODES = ("full", "intradoc", "intradoc-reset", "anchor")
-KERNELS = ("auto", "dense", "sdpa-doc", "flex", "varlen")
 
 
 def _betas(text: str) -> tuple[float, float]:
@@ -41,7 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rope-theta", type=float, metavar="T", help="RoPE base written into the config (paper: 5e6 at 64K)")
     g.add_argument("--text-field", default="text", help="record field holding the text (default text)")
     g.add_argument("--max-docs", type=int, help="read at most N documents per source")
-    g.add_argument("--mixture", metavar="SPEC", help="per-source token budgets and long-document up-sampling (training.mixture)")
+    g.add_argument("--mixture", metavar="SPEC", help="UpSampledMix: tokens=N[,source=FIELD][,long_threshold=4096][,long_weight=5][,SOURCE=SHARE,...]; "
+                   "a document's source is its FIELD, else its --domain-tags value, else its file's stem "
+                   "(the ratio table is printed and saved to RUN/mixture.txt)")
     g = p.add_argument_group("optimization")
     g.add_argument("--steps", type=int, required=True, help="optimizer steps")
     g.add_argument("--batch-size", type=int, default=1, help="windows per micro-batch per data-parallel rank (default 1)")
@@ -51,10 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--betas", type=_betas, default=(0.9, 0.95), help="AdamW betas (default 0.9,0.95)")
     g.add_argument("--warmup", type=int, default=0, metavar="W", help="linear warmup steps, then constant (default 0)")
     g.add_argument("--max-grad-norm", type=float, default=1.0, help="clip the gradient norm (default 1.0; 0 disables)")
-    g.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16", help="bf16 autocast over fp32 weights, or pure fp32")
+    g.add_argument("--dtype", choices=DTYPES, default="bf16", help="bf16 autocast over fp32 weights, or pure fp32")
     g.add_argument("--grad-checkpointing", action="store_true", help="recompute activations in backward")
-    g.add_argument("--kernel", choices=KERNELS, default="auto", help="attention kernel (auto: varlen on CUDA, sdpa-doc on CPU)")
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--kernel", choices=KERNEL_CHOICES, default="auto", help="attention kernel (auto: varlen on CUDA, sdpa-doc on CPU)")
+    g.add_argument("--seed", type=int, default=0, help="packing order, interleaving and init RNG (default 0)")
     g = p.add_argument_group("checkpoints")
     g.add_argument("--save-every", type=int, default=10, metavar="S", help="checkpoint every S steps (default 10)")
     g.add_argument("--keep-last", type=int, default=5, metavar="K", help="write only the last K checkpoints (default 5; 0 = all)")

@@ -223,6 +223,8 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
         raise UserError(f"the model uses sliding-window attention ({window} tokens), which the diagnostic's causal kernels "
                         f"do not apply: pass --seq-len and --logit-lengths up to {window}")
     shifts, delta2, seq_len = list(settings.shifts), settings.delta2, settings.seq_len
+    if any(len(t) < settings.needed_length() for t in samples):
+        raise ValueError(f"every sample needs {settings.needed_length()} tokens (the longest of --seq-len and --logit-lengths)")
     configs = source_configs(model_dtype)
 
     def forward(ids, shift: int, mode: str):

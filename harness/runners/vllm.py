@@ -43,6 +43,10 @@ class VLLMRunner:
         if _on_cpu():
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+        if settings.max_model_len:
+            # An explicit --max-model-len past max_position_embeddings is the user's call (with
+            # --rope-scaling/--rope-theta); vLLM refuses it unless told so.
+            os.environ.setdefault("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
         from transformers import AutoConfig, AutoTokenizer
         from vllm import LLM
 

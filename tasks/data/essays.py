@@ -74,8 +74,8 @@ def _load(path: str) -> Essays:
     words = [w for w in re.sub(r"\s+", " ", text).strip().split(" ") if w]
     if len(words) < 100:
         raise TaskUnavailable(f"essays at {path} hold only {len(words)} words: {FIX}")
-    starts = sentence_starts(words + words[:1])[:]
-    starts = [s for s in starts if s < len(words)]
+    # the haystack repeats the corpus: decide the break after the last word by the first word
+    starts = [s for s in sentence_starts(words + words[:1]) if s < len(words)]
     return Essays(words=words, hash=hashlib.sha256(" ".join(words).encode()).hexdigest()[:16], source=path, starts=starts)
 
 

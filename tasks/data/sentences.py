@@ -40,12 +40,8 @@ def _is_break(word: str, nxt: str | None) -> bool:
     return True
 
 
-def sentence_starts(words: list[str], wrap: bool = False) -> list[int]:
-    """Indices of the words that begin a sentence (always includes 0).
-
-    `wrap`: treat the list as cyclic (the haystack repeats the corpus), so the decision after the
-    last word looks at the first word.
-    """
+def sentence_starts(words: list[str]) -> list[int]:
+    """Indices of the words that begin a sentence (always includes 0)."""
     starts = [0] if words else []
     for i, w in enumerate(words[:-1]):
         if _is_break(w, words[i + 1]):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from typing import Callable, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -52,6 +52,22 @@ class Counter:
                 self._pieces.clear()
                 return self.pieces(texts)
         return [self._pieces[t] for t in texts]
+
+
+    def split_costs(self, texts: list[str]) -> list[int]:
+        """Like `pieces`, via the pre-tokenizer: each pre-token's cost is cached, so texts built
+        from a bounded vocabulary (word pairs, hex runs of uuids) cost dict lookups, not BPE.
+
+        Exact when the model encodes pre-tokens independently (no normaliser); otherwise falls
+        back to `pieces`. Either way `fit` verifies the final prompt.
+        """
+        pre = self.backend.pre_tokenizer
+        if pre is None or self.backend.normalizer is not None:
+            return self.pieces(texts)
+        split = [[t[a:b] for _, (a, b) in pre.pre_tokenize_str(t)] for t in texts]
+        self.pieces([p for parts in split for p in parts])  # one batch for the unseen pre-tokens
+        cache = self._pieces
+        return [sum(cache[p] for p in parts) for parts in split]
 
 
 _COUNTERS: dict[int, tuple[object, Counter]] = {}
@@ -182,18 +198,3 @@ def cumulative(costs: np.ndarray) -> np.ndarray:
     out = np.zeros(len(costs) + 1, dtype=np.int64)
     np.cumsum(costs, out=out[1:])
     return out
-
-
-def lazy_stream(make: Callable[[int], list], grow: int = 256):
-    """A list-like stream whose item i is fixed once drawn (items drawn in order from one rng)."""
-
-    class _Stream:
-        def __init__(self):
-            self.items: list = []
-
-        def upto(self, n: int) -> list:
-            while len(self.items) < n:
-                self.items.extend(make(max(grow, n - len(self.items))))
-            return self.items[:n]
-
-    return _Stream()

@@ -37,6 +37,7 @@ CASES = {
     "tokenizer mismatch": (["--ckpts", "{bad}/mixed/ckpt-<1..2>"], "different tokenizers"),
     "unreadable store": (["--out", "{bad}/foreign"], "not a harness results store"),
     "bad rope scaling": (["--rope-scaling", "{factor: 2"], "--rope-scaling"),
+    "chat template without one": (["--chat-template", ""], "no chat template"),
 }
 
 
@@ -49,7 +50,7 @@ def test_bad_input_is_one_line_and_exit_2(case, ckpt_series, bad_dirs, tmp_path,
         args[flag] = value.replace("{run}", str(ckpt_series)).replace("{bad}", str(bad_dirs))
     if "--tasks" in args:
         del args["--suite"]
-    argv = ["eval", "--no-progress"] + [x for kv in args.items() for x in kv]
+    argv = ["eval", "--no-progress"] + [x for kv in args.items() for x in kv if x != ""]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err, err

@@ -92,3 +92,42 @@ def test_excluded_task_is_listed_not_averaged(ckpt_series, tmp_path):
     suite = json.loads((out / "results.json").read_text())["suites"]["toy"]
     assert suite["excluded"] == ["toy_words"] and suite["evaluated"] == ["toy_digits"]
     assert suite["per_length"]["1024"]["tasks_covered"] == 1 and suite["per_length"]["1024"]["tasks_total"] == 2
+
+
+def test_loglikelihood_task_goes_through_evaluate_with_runner(ckpt_series, tmp_path):
+    from harness.runners.base import LoglikelihoodRequest, RunnerSettings
+    from harness.runners.hf import HFRunner
+    from toytasks import NOISE, ToyChoice
+
+    out = tmp_path / "out"
+    assert main(["eval", "--ckpts", f"{ckpt_series}/ckpt-10", "--tasks", "toy_choice,toy_digits", "--lengths", "1k",
+                 "--samples", "10", "--out", str(out), "--no-progress"]) == 0
+    recs = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()[1:]]
+    choice = sorted((r for r in recs if r["task"] == "toy_choice"), key=lambda r: r["index"])
+    assert [r["index"] for r in choice] == [0, 1, 2, 3] and all(r["length"] == 0 for r in choice)  # capped at 4
+    runner = HFRunner(str(ckpt_series / "ckpt-10"), RunnerSettings(backend="hf", batch_size=1))
+    for r in choice:
+        ctx = NOISE * (r["index"] + 1) + "The colour is"
+        lls = [runner.loglikelihood([LoglikelihoodRequest(ctx, c)])[0][0] for c in ToyChoice.CHOICES]
+        assert r["metadata"]["logprobs"] == pytest.approx(lls, abs=1e-4)
+        assert r["prediction"] == ToyChoice.CHOICES[int(lls[1] > lls[0])]
+    runner.close()
+    res = json.loads((out / "results.json").read_text())["suites"]["custom"]["per_task"]
+    assert res["toy_choice"]["0"]["mean"] == pytest.approx(100 * sum(r["score"] for r in choice) / 4)
+
+
+def test_data_source_flags_set_env(monkeypatch, tmp_path):
+    from harness.cli import build_parser
+    from harness.commands.eval import config_from_args
+
+    for var in ("HARNESS_ESSAYS", "HARNESS_SQUAD", "HARNESS_HOTPOTQA"):
+        monkeypatch.delenv(var, raising=False)
+    args = build_parser().parse_args(["eval", "--ckpts", "x", "--essays", str(tmp_path / "e"), "--squad", str(tmp_path / "s.json"),
+                                      "--hotpotqa", str(tmp_path / "h.json")])
+    cfg = config_from_args(args)
+    assert cfg.samples == 500 and cfg.lengths == "4k-128k" and cfg.backend == "hf" and not cfg.chat_template
+    import os
+
+    assert os.environ["HARNESS_ESSAYS"] == str(tmp_path / "e")
+    assert os.environ["HARNESS_SQUAD"] == str(tmp_path / "s.json")
+    assert os.environ["HARNESS_HOTPOTQA"] == str(tmp_path / "h.json")

@@ -65,3 +65,33 @@ class ToyWords(_Toy):
 
 
 register_suite("toy", ["toy_digits", "toy_words"], help="test-only toy suite")
+
+
+@register_task
+class ToyChoice(Task):
+    """A loglikelihood task: which of two continuations the model prefers (goes through
+    evaluate_with_runner, like the lm-eval adapters)."""
+
+    name = "toy_choice"
+    version = "1"
+    family = "toy"
+    kind = "loglikelihood"
+    metric = "acc"
+    length_controlled = False
+    CHOICES = (" blue", " green")
+
+    def num_samples_available(self, length):
+        return 4
+
+    def evaluate_with_runner(self, runner, length, indices, seed, tokenizer):
+        from harness.runners.base import LoglikelihoodRequest
+
+        out = []
+        for i in indices:
+            context = NOISE * (i + 1) + "The colour is"
+            lls = runner.loglikelihood([LoglikelihoodRequest(context, c) for c in self.CHOICES])
+            best = max(range(len(self.CHOICES)), key=lambda k: lls[k][0])
+            gold = i % 2
+            out.append({"index": i, "prediction": self.CHOICES[best], "score": float(best == gold),
+                        "metadata": {"logprobs": [ll for ll, _ in lls]}})
+        return out

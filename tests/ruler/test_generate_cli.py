@@ -36,3 +36,13 @@ def test_generate_qa_with_local_file_and_bad_input(tmp_path, squad_file, capsys)
     assert main(["generate", "--tasks", "nope", "--lengths", "1k", "--out", str(out)]) == 2
     assert main(["generate", "--tasks", "vt", "--lengths", "3k-16k", "--out", str(out)]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_generate_reports_a_too_short_length_and_continues(tmp_path, capsys):
+    out = tmp_path / "o"
+    code = main(["generate", "--tasks", "vt,fwe", "--lengths", "256", "--samples", "1", "--out", str(out),
+                 "--cache-dir", str(tmp_path / "c")])
+    assert code == 2
+    captured = capsys.readouterr()
+    assert "vt 256" in captured.out and "at least" in captured.out
+    assert (out / "fwe" / "256.jsonl").exists()  # the other task still ran

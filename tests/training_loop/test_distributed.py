@@ -1,5 +1,7 @@
 """2 gloo processes = 1 process: FSDP2 (data parallel) and Ulysses (all_to_all_single) on CPU.
 
+A further FSDP2 run is killed after step 1 and resumed from its gathered full state.
+
 Every layout runs the real loop for 2 steps on the same global windows (2 per micro-batch); the
 grad hook records full (unsharded) gradients before clipping. One process with batch 2 is the
 reference: losses and gradients must agree to fp32 tolerance.
@@ -51,6 +53,13 @@ def _worker(rank, world, port, model_dir, docs, anchor, out_dir, mode):
         summary = train(job, pipeline=docs_pipeline(job, docs, anchor), dist=ctx, progress=False,
                         grad_hook=_record(grads, name))
         results[name] = {"losses": summary["losses"], "grads": grads[name], "ckpts": summary["checkpoints"]}
+    # Resume under FSDP: killed after step 1 (full state gathered at step 1), re-run to the end.
+    ctx = setup(rank, world, sp_size=1, shard="fsdp")
+    job = _job(model_dir, f"{out_dir}/resumed", 1, mode)
+    job.checkpoint.save_state_every = 1
+    train(job, pipeline=docs_pipeline(job, docs, anchor), dist=ctx, progress=False, stop_after=1)
+    again = train(job, pipeline=docs_pipeline(job, docs, anchor), dist=ctx, progress=False)
+    results["resumed"] = {"resumed_from": again["resumed_from"], "ckpts": again["checkpoints"]}
     if rank == 0:
         torch.save(results, f"{out_dir}/results.pt")
     ctx._owns_group = True
@@ -94,3 +103,11 @@ def test_two_gloo_processes_match_one(mode, tiny_llama_dir, corpus_docs, bpe_tok
         assert a.keys() == b.keys()
         for k in a:
             assert torch.allclose(a[k], b[k], atol=1e-5, rtol=1e-4), (name, k)
+    from training.logging import read_log
+
+    assert got["resumed"]["resumed_from"] == 1
+    resumed = [r["loss"] for r in read_log(tmp_path / "resumed" / "log.jsonl")]
+    assert resumed == pytest.approx(ref["losses"], rel=1e-5)
+    a = load_file(f"{got['resumed']['ckpts'][-1]}/model.safetensors")
+    for k in a:
+        assert torch.allclose(a[k], b[k], atol=1e-5, rtol=1e-4), ("resumed", k)

@@ -75,8 +75,10 @@ def test_first_step_loss_equals_dense_reference(mode, tiny_llama_dir, corpus_doc
     assert summary["losses"][0] == pytest.approx(ce.item(), rel=1e-5)
 
 
-def test_grad_accum_averages_over_tokens_not_micro_batches(tiny_llama_dir, run_job, tmp_path):
+def test_grad_accum_averages_over_tokens_not_micro_batches(tiny_llama_dir, corpus_docs, bpe_tokenizer, run_job, tmp_path):
     """batch 2 x accum 1 and batch 1 x accum 2 give the same loss and gradients (windows differ in loss tokens)."""
+    counts = [sum(w.loss_mask) for w in _first_windows(corpus_docs, bpe_tokenizer.bos_token_id, 128, 2)]
+    assert counts[0] != counts[1]  # else a per-micro-batch mean would pass too
     grads = {}
 
     def hook(name):

@@ -40,10 +40,11 @@ def test_train_cli_writes_evaluable_checkpoints(tiny_llama_dir, corpus_path, tmp
 
 def test_train_cli_mixture(tiny_llama_dir, corpus_path, tmp_path, capsys):
     out = tmp_path / "run"
-    code = main(_args(tiny_llama_dir, corpus_path, out, "--mixture", "tokens=20000", "--max-docs", "60", "--save-every", "3"))
+    code = main(_args(tiny_llama_dir, corpus_path, out, "--mixture", "tokens=20000,source=domain,long_threshold=1000",
+                      "--max-docs", "60", "--save-every", "3"))
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    assert "Token Ratio" in captured.out  # the Appendix-C style table
+    assert "Token Ratio" in captured.out and "C4" in captured.out  # the Appendix-C style table, per domain
     assert "Token Ratio" in (out / "mixture.txt").read_text()
     assert (out / "ckpt-3" / "harness_training.json").exists()
 
