@@ -168,7 +168,7 @@ def _resolve_tasks(cfg: EvalConfig):
 def plan_eval(cfg: EvalConfig) -> Plan:
     """Everything up to the first model load; raises UserError on any bad input."""
     from harness.checkpoints import check_same_tokenizer, run_name_default, select_checkpoints
-    from harness.runners.common import check_tokenizer_present, context_length
+    from harness.runners.common import check_tokenizer_present, context_length, prompt_ids
     from harness.store import ResultStore
     from tasks.generate import generate_samples
     from tasks.lengths import parse_lengths
@@ -229,8 +229,6 @@ def plan_eval(cfg: EvalConfig) -> Plan:
             for s in generate_samples(task, L, indices, tokenizer, seed=cfg.seed, cache_dir=cache):
                 if cfg.chat_template:
                     prompt = _chat_prompt(tokenizer, s)
-                    from harness.runners.common import prompt_ids
-
                     num = len(prompt_ids(tokenizer, prompt))
                 else:
                     prompt, num = s.prompt, s.num_tokens
@@ -277,10 +275,11 @@ def _record(job: CheckpointJob, task, length: int, index: int, prediction: str, 
     }
 
 
-def run_job(job: CheckpointJob, position: int = 0, runner_factory=None) -> int:
+def run_job(job: CheckpointJob, position: int = 0) -> int:
     """Evaluate one checkpoint's pending work, appending each finished batch; returns records added."""
     from tqdm import tqdm
 
+    from harness.runners.registry import get_runner
     from harness.store import ResultStore
 
     store = ResultStore(job.store_path)
@@ -288,12 +287,8 @@ def run_job(job: CheckpointJob, position: int = 0, runner_factory=None) -> int:
     items = [it for it in job.items if _record_key(job.ckpt, it.task, it.sample.length, it.sample.index, job.seed) not in done]
     if not items and not job.runner_work:
         return 0
-    if runner_factory is None:
-        from harness.runners.registry import get_runner
-
-        runner_factory = get_runner
     label = f"ckpt {job.ckpt.step}" if job.ckpt.step is not None else Path(job.ckpt.path).name
-    runner = runner_factory(job.settings.backend, job.ckpt.path, job.settings)
+    runner = get_runner(job.settings.backend, job.ckpt.path, job.settings)
     added = 0
     try:
         bar = tqdm(total=len(items) + sum(len(w.indices) for w in job.runner_work), desc=label, unit="sample",
@@ -313,9 +308,7 @@ def run_job(job: CheckpointJob, position: int = 0, runner_factory=None) -> int:
             added += store.append(records)
             bar.update(len(part))
         for w in job.runner_work:
-            from tasks.tokenization import load_tokenizer
-
-            out = w.task.evaluate_with_runner(runner, w.length, w.indices, job.seed, load_tokenizer(job.ckpt.path))
+            out = w.task.evaluate_with_runner(runner, w.length, w.indices, job.seed, runner.tokenizer)
             records = [_record(job, w.task, w.length, r["index"], r["prediction"], r["score"], r.get("num_tokens"),
                                w.task.dataset_hash(), r.get("metadata") or {}) for r in out]
             added += store.append(records)

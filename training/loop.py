@@ -70,9 +70,12 @@ def loss_sum(logits, targets):
     return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100, reduction="sum")
 
 
-def _resolve_kernel(kernel: str, device) -> str:
+def _resolve_kernel(kernel: str, device, sp_size: int = 1) -> str:
+    """auto: varlen on CUDA (flex under sequence parallelism, whose shards need the window layout), sdpa-doc on CPU."""
     if kernel == "auto":
-        return "varlen" if device.type == "cuda" else "sdpa-doc"
+        if device.type != "cuda":
+            return "sdpa-doc"
+        return "flex" if sp_size > 1 else "varlen"
     return kernel
 
 
@@ -298,6 +301,19 @@ def train(job: TrainJob, *, pipeline: Pipeline | None = None, dist=None, progres
     after that step as if killed, and `grad_hook(step, model)` sees the reduced gradients before
     clipping (tests use both: resume, and equality of gradients across process layouts).
     """
+    from transformers.utils import logging as hf_logging
+
+    # Our bar is the run's progress; transformers' weight-loading/saving bars would break it up.
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        return _train(job, pipeline=pipeline, dist=dist, progress=progress, stop_after=stop_after, grad_hook=grad_hook)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _train(job: TrainJob, *, pipeline, dist, progress, stop_after, grad_hook) -> dict:
     import torch
 
     from training import checkpointing as ck
@@ -323,11 +339,12 @@ def train(job: TrainJob, *, pipeline: Pipeline | None = None, dist=None, progres
         pipeline = default_pipeline(job, tokenizer, report=(lambda table: _report_mixture(run_dir, table)) if is_main else None)
     if is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
+    kernel = _resolve_kernel(job.model.kernel, device, dist.sp_size if dist else 1)
+    if kernel in ("flex", "varlen") and device.type != "cuda":  # known before loading any weights
+        why = "FlexAttention has no backward on CPU" if kernel == "flex" else "varlen attention is CUDA-only"
+        raise UserError(f"the {kernel} kernel cannot train on CPU ({why}): pass --kernel sdpa-doc (or auto)")
     _seed_all(d.seed)
     model, rope_theta = load_model(job, device)
-    kernel = _resolve_kernel(job.model.kernel, device)
-    if kernel == "flex" and device.type != "cuda":
-        raise UserError("the flex kernel has no backward on CPU (FlexAttention is forward-only there): pass --kernel sdpa-doc")
     try:
         pipeline.prepare_model(model, kernel)
     except ValueError as exc:  # a kernel the hardware or window cannot run (e.g. varlen on CPU)

@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-grad-norm", type=float, default=1.0, help="clip the gradient norm (default 1.0; 0 disables)")
     g.add_argument("--dtype", choices=DTYPES, default="bf16", help="bf16 autocast over fp32 weights, or pure fp32")
     g.add_argument("--grad-checkpointing", action="store_true", help="recompute activations in backward")
-    g.add_argument("--kernel", choices=KERNEL_CHOICES, default="auto", help="attention kernel (auto: varlen on CUDA, sdpa-doc on CPU)")
+    g.add_argument("--kernel", choices=KERNEL_CHOICES, default="auto", help="attention kernel (auto: varlen on CUDA, flex with --sp > 1, sdpa-doc on CPU)")
     g.add_argument("--seed", type=int, default=0, help="packing order, interleaving and init RNG (default 0)")
     g = p.add_argument_group("checkpoints")
     g.add_argument("--save-every", type=int, default=10, metavar="S", help="checkpoint every S steps (default 10)")

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from tasks.base import Sample, Task
 from tasks.metrics import score as metric_score
-from tasks.ruler.fitting import counter_for, fit, sample_rng
+from tasks.ruler.fitting import counter_for, fit
 
 
 class RulerTask(Task):
@@ -41,5 +41,3 @@ class RulerTask(Task):
     def score(self, prediction: str, sample: Sample) -> float:
         return metric_score(self.metric, prediction, sample.references)
 
-
-__all__ = ["RulerTask", "sample_rng"]

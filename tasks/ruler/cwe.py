@@ -13,7 +13,6 @@ with the lowercase words of the essays instead (recorded in the dataset hash and
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 import numpy as np

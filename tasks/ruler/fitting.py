@@ -54,20 +54,21 @@ class Counter:
         return [self._pieces[t] for t in texts]
 
 
-    def split_costs(self, texts: list[str]) -> list[int]:
-        """Like `pieces`, via the pre-tokenizer: each pre-token's cost is cached, so texts built
-        from a bounded vocabulary (word pairs, hex runs of uuids) cost dict lookups, not BPE.
+    def joined_costs(self, texts: list[str]) -> np.ndarray:
+        """Tokens of each text as it sits in a run of such texts, from ONE encode of their
+        concatenation (token start offsets split the run at text boundaries).
 
-        Exact when the model encodes pre-tokens independently (no normaliser); otherwise falls
-        back to `pieces`. Either way `fit` verifies the final prompt.
+        Much cheaper than a batch of thousands of short strings; exact for pre-tokenizers that
+        split before a leading space (byte-level BPE). Estimates only: `fit` verifies.
         """
-        pre = self.backend.pre_tokenizer
-        if pre is None or self.backend.normalizer is not None:
-            return self.pieces(texts)
-        split = [[t[a:b] for _, (a, b) in pre.pre_tokenize_str(t)] for t in texts]
-        self.pieces([p for parts in split for p in parts])  # one batch for the unseen pre-tokens
-        cache = self._pieces
-        return [sum(cache[p] for p in parts) for parts in split]
+        if not texts:
+            return np.zeros(0, dtype=np.int64)
+        enc = self.backend.encode("".join(texts), add_special_tokens=False)
+        starts = np.fromiter((o[0] for o in enc.offsets), dtype=np.int64, count=len(enc.offsets))
+        bounds = np.cumsum(np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)))
+        upto = np.searchsorted(starts, bounds, side="left")
+        upto[-1] = len(enc.ids)
+        return np.diff(np.concatenate([[0], upto]))
 
 
 _COUNTERS: dict[int, tuple[object, Counter]] = {}

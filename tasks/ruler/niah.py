@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import TaskUnavailable
 from tasks.data import essays as essays_mod
 from tasks.data.words import random_pair, words_hash
 from tasks.ruler import templates as T
@@ -221,7 +220,7 @@ class NiahPlan:
             v = random_value(cfg.type_v, self._drng)
             new.append(T.NEEDLE.format(type_needle_v=cfg.type_v, key=k, value=v))
             pieces += [" " + k, " " + v]
-        costs = np.asarray(self.counter.split_costs(pieces), dtype=np.int64).reshape(-1, 2).sum(axis=1)
+        costs = self.counter.joined_costs(pieces).reshape(-1, 2).sum(axis=1)
         if self._dbase is None:
             # tokens of "\n<needle>" in context beyond its key and value pieces
             line, a, b = "\n".join([T.NOISE, new[0]]), T.NOISE, new[0]
@@ -293,4 +292,4 @@ NIAH_TASKS = [
     _make("niah_multiquery", NiahConfig("essay", "words", "numbers", num_q=4)),
 ]
 
-__all__ = ["NIAH_TASKS", "NiahTask", "NiahConfig", "DEPTHS", "TaskUnavailable"]
+__all__ = ["NIAH_TASKS", "NiahTask", "NiahConfig", "DEPTHS"]

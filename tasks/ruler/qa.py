@@ -18,7 +18,7 @@ from harness.errors import UserError
 from tasks.data.qa import load_qa
 from tasks.ruler import templates as T
 from tasks.ruler.common import RulerTask
-from tasks.ruler.fitting import Counter, cumulative, fit, counter_for, sample_rng
+from tasks.ruler.fitting import Counter, cumulative, sample_rng
 
 
 class QaPlan:

@@ -21,7 +21,8 @@ def _argv(root, out, samples, *extra):
 
 
 def _store(out) -> tuple[list[str], dict]:
-    lines = (Path(out) / "samples.jsonl").read_text().splitlines()
+    text = (Path(out) / "samples.jsonl").read_text()
+    lines = text.split("\n")[:-1]  # a killed writer may leave a torn last line: not a record yet
     recs = [json.loads(x) for x in lines[1:]]
     by_key = {(r["checkpoint"]["fingerprint"], r["task"], r["task_version"], r["length"], r["index"], r["seed"]):
               (r["prediction"], r["score"]) for r in recs}

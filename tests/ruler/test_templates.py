@@ -3,7 +3,6 @@ from the reference, not from our templates module)."""
 
 import re
 
-import pytest
 
 from tasks.registry import get_task
 

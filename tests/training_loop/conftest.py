@@ -37,10 +37,11 @@ def corpus_docs(corpus_path, bpe_tokenizer):
 
 @pytest.fixture
 def run_job(corpus_docs, bpe_tokenizer):
-    """run_job(job, **train_kwargs) -> summary, over the tokenized corpus."""
+    """run_job(job, docs=None, **train_kwargs) -> summary, over the tokenized corpus (or `docs`)."""
     from training.loop import train
 
-    def _run(job, **kw):
-        return train(job, pipeline=docs_pipeline(job, corpus_docs, bpe_tokenizer.bos_token_id), progress=False, **kw)
+    def _run(job, docs=None, **kw):
+        pipeline = docs_pipeline(job, corpus_docs if docs is None else docs, bpe_tokenizer.bos_token_id)
+        return train(job, pipeline=pipeline, progress=False, **kw)
 
     return _run

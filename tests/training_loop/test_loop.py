@@ -77,7 +77,10 @@ def test_first_step_loss_equals_dense_reference(mode, tiny_llama_dir, corpus_doc
 
 def test_grad_accum_averages_over_tokens_not_micro_batches(tiny_llama_dir, corpus_docs, bpe_tokenizer, run_job, tmp_path):
     """batch 2 x accum 1 and batch 1 x accum 2 give the same loss and gradients (windows differ in loss tokens)."""
-    counts = [sum(w.loss_mask) for w in _first_windows(corpus_docs, bpe_tokenizer.bos_token_id, 128, 2)]
+    # Window 1 holds one 127-token document, window 2 several short ones: different loss-token counts.
+    longest = max(corpus_docs, key=lambda d: len(d[0]))
+    docs = [(longest[0][:126] + [bpe_tokenizer.eos_token_id], longest[1])] + sorted(corpus_docs, key=lambda d: len(d[0]))
+    counts = [sum(w.loss_mask) for w in _first_windows(docs, bpe_tokenizer.bos_token_id, 128, 2)]
     assert counts[0] != counts[1]  # else a per-micro-batch mean would pass too
     grads = {}
 
@@ -86,8 +89,8 @@ def test_grad_accum_averages_over_tokens_not_micro_batches(tiny_llama_dir, corpu
             grads[name] = {n: p.grad.clone() for n, p in model.named_parameters()}
         return _h
 
-    a = run_job(small_job(tiny_llama_dir, tmp_path / "a", steps=1, batch_size=2, grad_accum=1), grad_hook=hook("a"))
-    b = run_job(small_job(tiny_llama_dir, tmp_path / "b", steps=1, batch_size=1, grad_accum=2), grad_hook=hook("b"))
+    a = run_job(small_job(tiny_llama_dir, tmp_path / "a", steps=1, batch_size=2, grad_accum=1), docs, grad_hook=hook("a"))
+    b = run_job(small_job(tiny_llama_dir, tmp_path / "b", steps=1, batch_size=1, grad_accum=2), docs, grad_hook=hook("b"))
     assert a["losses"][0] == pytest.approx(b["losses"][0], rel=1e-6)
     for n in grads["a"]:
         assert (grads["a"][n] - grads["b"][n]).abs().max() <= 1e-6 * max(1.0, grads["a"][n].abs().max().item()), n

@@ -57,6 +57,8 @@ def test_train_cli_mixture(tiny_llama_dir, corpus_path, tmp_path, capsys):
     ({"extra": ["--mode", "full", "--interleave-chunks", "2"]}, "--interleave-chunks"),
     ({"extra": ["--text-field", "body"]}, "text field 'body'"),
     ({"extra": ["--mixture", "C4=1"]}, "tokens=N"),
+    ({"extra": ["--kernel", "varlen"]}, "varlen attention is CUDA-only"),
+    ({"extra": ["--kernel", "flex"]}, "no backward on CPU"),
 ])
 def test_train_cli_user_errors_are_one_line(change, message, tiny_llama_dir, corpus_path, tmp_path, capsys):
     model = change.get("model", tiny_llama_dir)

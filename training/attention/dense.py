@@ -21,7 +21,7 @@ def dense_mask(doc_ids_BL, mode: str):
     L = doc_ids_BL.shape[-1]
     if L > MAX_DENSE_TOKENS:
         raise ValueError(f"the dense attention kernel builds an LxL mask and refuses windows above {MAX_DENSE_TOKENS} tokens "
-                         f"(got {L}): use --attention sdpa-doc, flex or varlen")
+                         f"(got {L}): use --kernel sdpa-doc, flex or varlen")
     pos = torch.arange(L, device=doc_ids_BL.device)
     mask = attention_allowed(doc_ids_BL[:, :, None], doc_ids_BL[:, None, :], pos[:, None], pos[None, :], mode)
     return mask.expand(doc_ids_BL.shape[0], L, L)[:, None]  # "full" ignores doc ids: give it the batch dim

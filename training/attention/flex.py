@@ -51,7 +51,7 @@ def attention(module, query, key, value, attention_mask, scaling=None, dropout=0
     if not isinstance(attention_mask, BlockMask):
         raise ValueError("the flex kernel needs its BlockMask: call the model with training.attention.forward_kwargs(batch, 'flex')")
     if query.device.type == "cpu" and torch.is_grad_enabled() and query.requires_grad:
-        raise ValueError("FlexAttention has no backward on CPU: train with --attention sdpa-doc on CPU (flex is inference-only there)")
+        raise ValueError("FlexAttention has no backward on CPU: train with --kernel sdpa-doc on CPU (flex is inference-only there)")
     L = query.shape[2]
     gqa = query.shape[1] != key.shape[1]
     if query.device.type == "cpu" and L <= EAGER_MAX_TOKENS:

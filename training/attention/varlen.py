@@ -103,7 +103,7 @@ def emulated_attention(module, query, key, value, attention_mask, scaling=None, 
 
 def cpu_message() -> str:
     return ("the varlen kernel needs a CUDA GPU (torch.nn.attention.varlen.varlen_attn and flash-attn are CUDA-only): "
-            "on CPU use --attention sdpa-doc for training or flex for inference")
+            "on CPU use --kernel sdpa-doc for training or flex for inference")
 
 
 def forward_kwargs(batch) -> dict:
