@@ -30,11 +30,17 @@ def ensure_checkpoints(root: str | Path = ROOT, steps=STEPS) -> str:
     root = Path(root)
     missing = [s for s in steps if not (root / f"ckpt-{s}" / "config.json").exists()]
     if missing:
+        from transformers.utils import logging as hf_logging
+
         tok = default_tokenizer_dir()
-        for step in missing:
-            final = root / f"ckpt-{step}"
-            tmp = root / f".ckpt-{step}.tmp{os.getpid()}"
-            build_tiny_llama(tmp, tok, seed=step)
-            shutil.rmtree(final, ignore_errors=True)  # a half-built dir from a killed run
-            os.replace(tmp, final)  # atomic: a killed build never leaves a half-written ckpt-<step>
+        hf_logging.disable_progress_bar()  # five "Writing model shards" bars say nothing useful
+        try:
+            for step in missing:
+                final = root / f"ckpt-{step}"
+                tmp = root / f".ckpt-{step}.tmp{os.getpid()}"
+                build_tiny_llama(tmp, tok, seed=step)
+                shutil.rmtree(final, ignore_errors=True)  # a half-built dir from a killed run
+                os.replace(tmp, final)  # atomic: a killed build never leaves a half-written ckpt-<step>
+        finally:
+            hf_logging.enable_progress_bar()
     return f"{root}/ckpt-<{min(steps)}..{max(steps)}>"

@@ -1,10 +1,12 @@
-"""Offline sentence splitting with the effect NLTK punkt (English) has on essay text.
+"""Offline sentence splitting that approximates NLTK punkt (English) on essay text.
 
 RULER splits its essay haystack with `nltk.sent_tokenize` (punkt, downloaded at run time) and
 inserts needles between sentences. On whitespace-normalised prose punkt breaks after a word
 ending in ".", "?" or "!" (closing quotes/brackets allowed after it) unless the word is a known
 abbreviation or an initial, or the period ends an ellipsis/abbreviation followed by a lowercase
-word. We split only at spaces, so sentences rejoined with " " give back the text.
+word. We split only at spaces, so sentences rejoined with " " give back the text. Only the
+needle positions depend on it (a needle lands between two sentences), never the haystack text.
+The punkt model itself is not available offline, so the rules are checked on hand-written cases.
 
     from tasks.data.sentences import sentence_starts
     starts = sentence_starts(words)   # word indices where sentences begin

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from tasks.data import essays as essays_mod
-from tasks.data.words import random_pair, words_hash
+from tasks.data.words import adjectives, nouns, random_pair, words_hash
 from tasks.ruler import templates as T
 from tasks.ruler.common import RulerTask
 from tasks.ruler.fitting import Counter, sample_rng
@@ -37,6 +37,28 @@ def random_value(kind: str, rng) -> str:
         return random_pair(rng)
     if kind == "uuids":
         return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    raise AssertionError(kind)
+
+
+DISTRACTOR_BLOCK = 256
+
+
+def draw_values(kind: str, g: np.random.Generator, size: int) -> list[str]:
+    """`size` values at once, with the same distributions as random_value."""
+    if kind == "numbers":
+        return [str(v) for v in g.integers(10**6, 10**7, size=size)]
+    if kind == "words":
+        adj, noun = adjectives(), nouns()
+        return [f"{adj[i // len(noun)]}-{noun[i % len(noun)]}" for i in g.integers(0, len(adj) * len(noun), size=size).tolist()]
+    if kind == "uuids":  # random 128 bits with the v4 version and variant bits, as uuid.UUID(version=4)
+        raw = np.frombuffer(g.bytes(16 * size), dtype=np.uint8).reshape(size, 16).copy()
+        raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40
+        raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80
+        out = []
+        for row in raw:
+            h = row.tobytes().hex()
+            out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+        return out
     raise AssertionError(kind)
 
 
@@ -166,7 +188,7 @@ class NiahPlan:
             self.line = _noise_line_cost(counter)
         else:
             self.min_units = len(needles)
-            self._drng = sample_rng(*parts, "distractors")
+            self._blocks = 0
             self.distractors: list[str] = []
             self._dcum = np.zeros(1, dtype=np.int64)
             self._dbase = None
@@ -208,26 +230,28 @@ class NiahPlan:
         return self.template.replace("{context}", context, 1), self.prefix
 
     # -- token model ---------------------------------------------------------------------------
+    def _block(self, b: int) -> list[tuple[str, str, str]]:
+        """(needle, " key", " value") for distractor block b: DISTRACTOR_BLOCK draws from a
+        generator of their own, so the stream is the same however far a sample reads into it."""
+        g = np.random.default_rng(sample_rng(*self.parts, "distractors", b).getrandbits(64))
+        keys = draw_values(self.cfg.type_k, g, DISTRACTOR_BLOCK)
+        values = draw_values(self.cfg.type_v, g, DISTRACTOR_BLOCK)
+        return [(T.NEEDLE.format(type_needle_v=self.cfg.type_v, key=k, value=v), " " + k, " " + v)
+                for k, v in zip(keys, values) if k not in self.keys]  # a distractor never answers the query
+
     def _extend(self, n: int) -> None:
         """Draw distractor needles up to n (a fixed stream) and their token costs."""
-        if len(self.distractors) >= n:
-            return
-        cfg, new, pieces = self.cfg, [], []
-        while len(self.distractors) + len(new) < n + 64:
-            k = random_value(cfg.type_k, self._drng)
-            if k in self.keys:  # a distractor must never answer the query
-                continue
-            v = random_value(cfg.type_v, self._drng)
-            new.append(T.NEEDLE.format(type_needle_v=cfg.type_v, key=k, value=v))
-            pieces += [" " + k, " " + v]
-        costs = self.counter.joined_costs(pieces).reshape(-1, 2).sum(axis=1)
-        if self._dbase is None:
-            # tokens of "\n<needle>" in context beyond its key and value pieces
-            line, a, b = "\n".join([T.NOISE, new[0]]), T.NOISE, new[0]
-            whole, noise_alone = self.counter.pieces([line, a])
-            self._dbase = whole - noise_alone - int(costs[0])
-        self.distractors += new
-        self._dcum = np.concatenate([self._dcum, self._dcum[-1] + np.cumsum(costs + self._dbase)])
+        while len(self.distractors) < n:
+            block = self._block(self._blocks)
+            self._blocks += 1
+            pieces = [p for _, k, v in block for p in (k, v)]
+            costs = np.asarray(self.counter.pieces(pieces), dtype=np.int64).reshape(-1, 2).sum(axis=1)
+            if self._dbase is None:
+                # tokens of "\n<needle>" in context beyond its key and value pieces
+                whole, noise_alone = self.counter.pieces(["\n".join([T.NOISE, block[0][0]]), T.NOISE])
+                self._dbase = whole - noise_alone - int(costs[0])
+            self.distractors += [needle for needle, _, _ in block]
+            self._dcum = np.concatenate([self._dcum, self._dcum[-1] + np.cumsum(costs + self._dbase)])
 
     def guess(self, tokens_left: float) -> int:
         if self.cfg.haystack == "needle":

