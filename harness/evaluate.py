@@ -31,7 +31,8 @@ from harness.runners.base import GenerationRequest, RunnerSettings
 from tasks.lengths import format_length
 
 DEFAULT_SAMPLES = 500  # RULER's num_samples
-DATA_ENV = {"essays": "HARNESS_ESSAYS", "squad": "HARNESS_SQUAD", "hotpotqa": "HARNESS_HOTPOTQA"}
+DATA_ENV = {"essays": "HARNESS_ESSAYS", "squad": "HARNESS_SQUAD", "hotpotqa": "HARNESS_HOTPOTQA",
+            "longbench": "HARNESS_LONGBENCH"}
 
 
 @dataclass
@@ -50,6 +51,7 @@ class EvalConfig:
     dtype: str = "auto"
     batch_size: int = 8
     max_model_len: int | None = None
+    max_length: int | None = None  # LongBench truncation budget (prompt + generation); default: the context
     rope_theta: float | None = None
     rope_scaling: dict | None = None
     tensor_parallel_size: int = 1
@@ -116,14 +118,24 @@ class Plan:
     planned_keys: set[tuple]
     dataset_hashes: dict[str, str]
     contexts: dict[str, int]  # checkpoint fingerprint -> context used
+    all_lengths: list[int]  # lengths of every task, LongBench's truncation budget and 0 included
+
+
+def _task_lengths(task, lengths: list[int], truncation_budget: int) -> list[int]:
+    """Lengths a task runs at. RULER-style tasks: the requested lengths. LongBench-style generation
+    tasks (fixed data, middle truncation): one length, the whole budget the prompt is cut to
+    (pred.py's rule: context minus the task's tokens to generate). Loglikelihood suites: 0."""
+    if task.length_controlled:
+        return lengths
+    return [truncation_budget] if task.kind == "generate" else [0]
 
 
 # --------------------------------------------------------------------------------------------
 # 1. plan
 # --------------------------------------------------------------------------------------------
-def set_data_sources(essays: str | None, squad: str | None, hotpotqa: str | None) -> None:
-    """--essays/--squad/--hotpotqa reach the task data loaders through these env vars."""
-    for key, value in (("essays", essays), ("squad", squad), ("hotpotqa", hotpotqa)):
+def set_data_sources(essays: str | None, squad: str | None, hotpotqa: str | None, longbench: str | None = None) -> None:
+    """--essays/--squad/--hotpotqa/--longbench reach the task data loaders through these env vars."""
+    for key, value in (("essays", essays), ("squad", squad), ("hotpotqa", hotpotqa), ("longbench", longbench)):
         if value:
             os.environ[DATA_ENV[key]] = str(Path(value).expanduser())
 
@@ -212,9 +224,12 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     hashes: dict[str, str] = {}
     from tqdm import tqdm
 
+    if cfg.max_length is not None and cfg.max_length > min_ctx:
+        raise UserError(f"--max-length {cfg.max_length} is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}")
+    truncation_budget = cfg.max_length or min_ctx
     bar = tqdm(total=len(tasks) * len(lengths), desc="samples", unit="set", disable=not cfg.progress, file=sys.stderr)
     for task in tasks:
-        task_lengths = lengths if task.length_controlled else [0]
+        task_lengths = _task_lengths(task, lengths, truncation_budget)
         hashes[task.name] = task.dataset_hash()
         for L in task_lengths:
             avail = task.num_samples_available(L)
@@ -246,6 +261,7 @@ def plan_eval(cfg: EvalConfig) -> Plan:
         "rope_theta": cfg.rope_theta, "rope_scaling": cfg.rope_scaling,
         "template": "chat" if cfg.chat_template else "none", "truncation": "none", "tokenizer": tok_fp,
     }
+    plan_lengths = sorted({L for t in tasks for L in _task_lengths(t, lengths, truncation_budget)})
     jobs = []
     for c in ckpts:
         items = [WorkItem(t, s, p, n) for t, L, s, p, n in gen_items if _record_key(c, t, L, s.index, cfg.seed) not in done]
@@ -258,7 +274,8 @@ def plan_eval(cfg: EvalConfig) -> Plan:
             base = {"run": name, "suite": label, "seed": cfg.seed,
                     "settings": {**record_settings, "max_model_len": contexts[c.fingerprint]}}
             jobs.append(CheckpointJob(c, items, rw, settings, base, str(store.path), cfg.seed, cfg.progress))
-    return Plan(cfg, ckpts, name, out, label, full, tasks, unavailable, lengths, tok_fp, jobs, planned, hashes, contexts)
+    return Plan(cfg, ckpts, name, out, label, full, tasks, unavailable, lengths, tok_fp, jobs, planned, hashes, contexts,
+                plan_lengths)
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,11 +284,14 @@ def plan_eval(cfg: EvalConfig) -> Plan:
 def _record(job: CheckpointJob, task, length: int, index: int, prediction: str, score: float,
             num_tokens: int | None, dataset_hash: str, metadata: dict) -> dict:
     assert 0.0 <= score <= 1.0, f"{task.name} scored {score}, outside [0, 1]"
+    settings = job.record_base["settings"]
+    if isinstance(metadata.get("truncation"), dict):  # LongBench: the one recorded exception to "never truncate"
+        settings = {**settings, "truncation": metadata["truncation"].get("rule", "middle")}
     return {
         "type": "sample", "run": job.record_base["run"], "checkpoint": job.ckpt.ref(), "suite": job.record_base["suite"],
         "task": task.name, "task_version": task.version, "length": length, "index": index, "seed": job.seed,
         "dataset_hash": dataset_hash, "prediction": prediction, "score": float(score), "metric": task.metric,
-        "num_tokens": num_tokens, "settings": job.record_base["settings"], "metadata": metadata,
+        "num_tokens": num_tokens, "settings": settings, "metadata": metadata,
     }
 
 
@@ -299,7 +319,8 @@ def run_job(job: CheckpointJob, position: int = 0) -> int:
         chunk = len(items) if getattr(runner, "submit_all", False) else job.settings.batch_size
         for start in range(0, len(items), max(1, chunk)):
             part = items[start:start + chunk]
-            preds = runner.generate([GenerationRequest(it.prompt, it.sample.max_new_tokens) for it in part])
+            preds = runner.generate([GenerationRequest(it.prompt, it.sample.max_new_tokens, tuple(it.sample.metadata.get("stop", ())))
+                                     for it in part])
             records = [
                 _record(job, it.task, it.sample.length, it.sample.index, pred, it.task.score(pred, it.sample),
                         it.num_tokens, it.sample.dataset_hash, {**it.sample.metadata, "references": list(it.sample.references)})
@@ -330,11 +351,7 @@ def build_results(plan: Plan) -> dict:
     cfg = plan.cfg
     _, records = read_store(plan.out / "samples.jsonl")
     records = [r for r in records if ResultStore.key(r) in plan.planned_keys]
-    excluded = [t for t in plan.suite_tasks if t in cfg.exclude]
-    # Tasks whose samples are not length-controlled (LongBench, short-context) sit at length 0.
-    lengths = sorted({L for t in plan.tasks for L in (plan.lengths if t.length_controlled else [0])})
-    suites = {plan.suite_label: {"tasks": plan.suite_tasks, "excluded": excluded, "unavailable": plan.unavailable,
-                                 "lengths": lengths}}
+    suites = _report_suites(plan)
     modes = {(c.training or {}).get("mode") for c in plan.ckpts}
     parents = {str(Path(c.path).parent) for c in plan.ckpts}
     run = {"name": plan.name, "model": parents.pop() if len(parents) == 1 else sorted(parents),
@@ -349,6 +366,50 @@ def build_results(plan: Plan) -> dict:
             "checkpoint_steps": [c.step for c in plan.ckpts]}
     threshold = DEFAULT_THRESHOLD if cfg.threshold is None else cfg.threshold
     return aggregate(records, suites, run, prov, threshold=threshold)
+
+
+def _family(task_name: str) -> str:
+    from tasks.registry import all_suites
+
+    for fam in ("ruler", "longbench", "short", "icl", "icl-natural", "ppl"):
+        if task_name in all_suites().get(fam, ()):
+            return fam
+    return "other"
+
+
+def _report_suites(plan: Plan) -> dict:
+    """The suites results.json reports. A suite spanning families (e.g. "paper": RULER at 4K-128K,
+    LongBench at its truncation budget, MMLU/HellaSwag at no length) is reported as one suite per
+    family, so no average mixes RULER lengths with LongBench's budget."""
+    from tasks.registry import all_suites
+
+    try:
+        from tasks.suites import suite_categories
+    except ImportError:  # the cross-family suites module is optional
+        def suite_categories(name):
+            return {}
+
+    excluded = set(plan.cfg.exclude)
+    by_family: dict[str, list[str]] = {}
+    for t in plan.suite_tasks:
+        by_family.setdefault(_family(t), []).append(t)
+    if len(by_family) == 1:
+        groups = {plan.suite_label: plan.suite_tasks}
+    else:
+        groups = {fam: names for fam, names in by_family.items()}
+    tasks_by_name = {t.name: t for t in plan.tasks}
+    suites = {}
+    for label, names in groups.items():
+        lengths = sorted({L for n in names if n in tasks_by_name for L in _task_lengths(
+            tasks_by_name[n], plan.lengths, plan.cfg.max_length or min(plan.contexts.values()))})
+        cats = suite_categories(label) or (suite_categories("longbench") if label == "longbench" else {})
+        entry = {"tasks": list(names), "excluded": [t for t in names if t in excluded],
+                 "unavailable": {t: r for t, r in plan.unavailable.items() if t in names}, "lengths": lengths or plan.lengths}
+        cats = {c: [t for t in ts if t in names] for c, ts in cats.items() if any(t in names for t in ts)}
+        if cats:
+            entry["categories"] = cats
+        suites[label] = entry
+    return suites
 
 
 def execute(plan: Plan) -> None:

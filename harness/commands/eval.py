@@ -38,6 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="model dtype (default: the checkpoint's)")
     g.add_argument("--batch-size", type=int, default=8, help="transformers batch size (default 8)")
     g.add_argument("--max-model-len", type=int, metavar="N", help="context to run with (default: config max_position_embeddings)")
+    g.add_argument("--max-length", type=int, metavar="N",
+                   help="LongBench truncation budget, prompt + generation (default: the context; pred.py's rule)")
     g.add_argument("--rope-theta", type=float, metavar="THETA", help="override the config's rope theta (recorded)")
     g.add_argument("--rope-scaling", metavar="JSON", help='override rope scaling, e.g. \'{"rope_type": "yarn", "factor": 4.0}\'')
     g.add_argument("--tensor-parallel-size", type=int, default=1, metavar="N", help="GPUs per engine (vLLM)")
@@ -52,6 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--essays", metavar="PATH", help="Paul Graham essays (file or dir) for essay haystacks")
     g.add_argument("--squad", metavar="PATH", help="SQuAD v2 dev JSON for qa_1")
     g.add_argument("--hotpotqa", metavar="PATH", help="HotpotQA dev (distractor) JSON for qa_2")
+    g.add_argument("--longbench", metavar="DIR", help="folder of LongBench's jsonl files (offline data)")
     g.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -71,7 +74,7 @@ def config_from_args(args: argparse.Namespace):
     from harness.evaluate import DEFAULT_SAMPLES, EvalConfig, set_data_sources
     from tasks.registry import all_suites, split_csv
 
-    set_data_sources(args.essays, args.squad, args.hotpotqa)
+    set_data_sources(args.essays, args.squad, args.hotpotqa, args.longbench)
     ckpts, suite, tasks, exclude = args.ckpts, args.suite, split_csv(args.tasks), split_csv(args.exclude)
     lengths, samples = args.lengths, args.samples
     if args.embedded:
@@ -90,7 +93,7 @@ def config_from_args(args: argparse.Namespace):
     return EvalConfig(
         ckpts=ckpts, last=args.last, suite=suite, tasks=tasks, exclude=exclude,
         lengths=lengths or "4k-128k", samples=DEFAULT_SAMPLES if samples is None else samples, seed=args.seed,
-        backend=args.backend, dtype=args.dtype, batch_size=args.batch_size, max_model_len=args.max_model_len,
+        backend=args.backend, dtype=args.dtype, batch_size=args.batch_size, max_model_len=args.max_model_len, max_length=args.max_length,
         rope_theta=args.rope_theta, rope_scaling=_rope_scaling(args.rope_scaling),
         tensor_parallel_size=args.tensor_parallel_size, data_parallel=args.data_parallel, ray_address=args.ray_address,
         name=args.name or ("embedded" if args.embedded and not args.ckpts else None), out=args.out,
