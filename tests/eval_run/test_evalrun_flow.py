@@ -121,7 +121,10 @@ def test_data_source_flags_set_env(monkeypatch, tmp_path):
     from harness.commands.eval import config_from_args
 
     for var in ("HARNESS_ESSAYS", "HARNESS_SQUAD", "HARNESS_HOTPOTQA"):
-        monkeypatch.delenv(var, raising=False)
+        # setenv first so monkeypatch restores the variables config_from_args sets (delenv of an
+        # unset variable records nothing, and the leaked path breaks every later essay task).
+        monkeypatch.setenv(var, "unset")
+        monkeypatch.delenv(var)
     args = build_parser().parse_args(["eval", "--ckpts", "x", "--essays", str(tmp_path / "e"), "--squad", str(tmp_path / "s.json"),
                                       "--hotpotqa", str(tmp_path / "h.json")])
     cfg = config_from_args(args)
