@@ -94,7 +94,8 @@ def section_train(args, rows: list) -> None:
     out = train_step.run_cuda(ns) if cuda else train_step.run_cpu(ns)
     for r in out:
         rows.append(("train", f"L={r['window']} full / anchor s/step",
-                     f"{r['full']:.3f} / {r['anchor']:.3f} (x{r['ratio']:.2f}, pairs {100 * r['pairs']:.1f}%)", "ok"))
+                     f"{r['full']:.3f} / {r['anchor']:.3f} (x{r['ratio']:.2f}, pairs {100 * r['pairs']:.1f}%)",
+                     train_step.target_verdict(r) or "measured"))
 
 
 def _read_samples(directory: Path, per_file: int) -> list[dict]:

@@ -5,7 +5,10 @@
     write_results("results/anchor/results.json", results)           # atomic replace
 
 The math, in order (scores are x100):
-  1. cell score  = mean of the sample scores of one (task, length, checkpoint);
+  1. cell score  = mean of the sample scores of one (task, length, checkpoint); for perplexity
+     records (metadata nll/tokens) the corpus perplexity exp(sum nll / sum tokens) instead, and a
+     suite of only perplexity tasks is marked "score": "perplexity" (lower is better, no
+     effective length);
   2. per task x length: mean, sample std (ddof=1; 0.0 with one checkpoint), min, max over checkpoints;
   3. suite (and category) average at a length: within each checkpoint, the mean over the tasks
      evaluated at that length, then the same statistics over checkpoints. Only checkpoints that
@@ -219,6 +222,7 @@ def aggregate(records: list[dict], suites: dict[str, dict], run: dict, provenanc
 
     sums: dict[tuple, float] = defaultdict(float)
     counts: dict[tuple, int] = defaultdict(int)
+    nll: dict[tuple, list[float]] = {}  # perplexity cells: [sum nll, sum scored tokens]
     seen: set[tuple] = set()
     for r in records:
         fp = r["checkpoint"]["fingerprint"]
@@ -229,20 +233,40 @@ def aggregate(records: list[dict], suites: dict[str, dict], run: dict, provenanc
         cell_key = (r["task"], int(r["length"]), fp)
         sums[cell_key] += float(r["score"])
         counts[cell_key] += 1
+        meta = r.get("metadata") or {}
+        if "nll" in meta and "tokens" in meta:
+            acc = nll.setdefault(cell_key, [0.0, 0])
+            acc[0] += float(meta["nll"])
+            acc[1] += int(meta["tokens"])
     cell = {k: 100.0 * sums[k] / counts[k] for k in sums}
+    # A perplexity cell is the corpus perplexity exp(sum nll / sum tokens), as papers report it
+    # (lower is better), not the mean of per-window scores.
+    cell.update({k: math.exp(v[0] / v[1]) for k, v in nll.items() if v[1] > 0})
+    perplexity_tasks = {k[0] for k in nll}
 
     return {
         "schema_version": SCHEMA_VERSION,
         "run": run,
         "provenance": dict(provenance),
-        "suites": {name: _aggregate_suite(spec, cell, counts, ckpts, labels, threshold) for name, spec in suites.items()},
+        "suites": {name: _perplexity_view(_aggregate_suite(spec, cell, counts, ckpts, labels, threshold), perplexity_tasks)
+                   for name, spec in suites.items()},
     }
+
+
+def _perplexity_view(suite: dict, perplexity_tasks: set[str]) -> dict:
+    """Mark a suite whose tasks are all perplexities: lower is better, no effective length."""
+    if suite["evaluated"] and set(suite["evaluated"]) <= perplexity_tasks:
+        suite["score"] = "perplexity"
+        suite["summary"]["effective_length"] = {"threshold": None, "value": None, "label": "n/a (perplexity)"}
+    return suite
 
 
 def apply_threshold(results: dict, threshold: float) -> dict:
     """The same results with every suite's effective length recomputed for another threshold."""
     out = json.loads(json.dumps(results))
     for suite in out["suites"].values():
+        if suite.get("score") == "perplexity":
+            continue
         suite.setdefault("summary", {})["effective_length"] = effective_length(suite.get("per_length", {}), suite.get("lengths", []), threshold)
     return out
 

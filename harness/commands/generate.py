@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--essays", help="Paul Graham essays: .txt file, folder of .txt, or RULER's PaulGrahamEssays.json")
     p.add_argument("--squad", help="SQuAD v2 dev JSON (dev-v2.0.json) for qa_1")
     p.add_argument("--hotpotqa", help="HotpotQA dev distractor JSON for qa_2")
-    p.add_argument("--cache-dir", help="sample cache directory (default: $HARNESS_CACHE/samples)")
+    p.add_argument("--cache-dir", help="sample cache directory (default: $HARNESS_CACHE/samples; 'none' disables it)")
 
 
 def configure_task(task, essays=None, squad=None, hotpotqa=None):
@@ -64,7 +64,8 @@ def run(args) -> int:
     tokenizer = load_tokenizer(args.tokenizer or str(default_tokenizer_dir()))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    cache_dir = Path(args.cache_dir) if args.cache_dir else None
+    # 'none' disables the cache, as in `harness eval` (never a directory called "none")
+    cache_dir = False if args.cache_dir == "none" else (Path(args.cache_dir) if args.cache_dir else None)
 
     unavailable: dict[str, str] = {}
     failed: list[str] = []

@@ -189,3 +189,24 @@ def test_write_and_load_results(tmp_path):
     (tmp_path / "new.json").write_text('{"schema_version": 9, "suites": {}}')
     with pytest.raises(UserError, match="schema_version 9"):
         load_results(tmp_path / "new.json")
+
+
+def test_perplexity_cells_are_corpus_perplexity_and_lower_is_better():
+    # Two windows per checkpoint with different token counts: the corpus perplexity weights windows
+    # by their tokens, which neither the mean of per-window perplexities nor of 1/ppl scores does.
+    windows = {10: [(300.0, 100), (50.0, 100)], 20: [(120.0, 60), (40.0, 40)]}
+    recs = []
+    for ckpt in CKPTS[:2]:
+        for i, (nll, n) in enumerate(windows[ckpt["step"]]):
+            r = record("ppl", 4096, ckpt, i, math.exp(-nll / n), suite="ppl")
+            r["metadata"] = {"nll": nll, "tokens": n, "ppl": math.exp(nll / n)}
+            recs.append(r)
+    suites = {"ppl": {"tasks": ["ppl"], "lengths": [4096]}}
+    res = aggregate(recs, suites, dict(RUN, checkpoints=CKPTS[:2]), PROV)["suites"]["ppl"]
+    expect = {10: math.exp(350.0 / 200), 20: math.exp(160.0 / 100)}
+    cell = res["per_task"]["ppl"]["4096"]
+    assert cell["per_step"] == {"10": pytest.approx(expect[10]), "20": pytest.approx(expect[20])}
+    assert cell["mean"] == pytest.approx((expect[10] + expect[20]) / 2)
+    assert res["score"] == "perplexity" and res["summary"]["effective_length"]["value"] is None
+    # a threshold never turns a perplexity into an effective length
+    assert apply_threshold({"suites": {"ppl": res}}, 1.0)["suites"]["ppl"]["summary"]["effective_length"]["value"] is None

@@ -46,3 +46,11 @@ def test_generate_reports_a_too_short_length_and_continues(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "vt 256" in captured.out and "at least" in captured.out
     assert (out / "fwe" / "256.jsonl").exists()  # the other task still ran
+
+
+def test_cache_dir_none_disables_the_cache(tmp_path, monkeypatch):
+    from harness.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["generate", "--tasks", "vt", "--lengths", "1k", "--samples", "1", "--out", "out", "--cache-dir", "none"]) == 0
+    assert (tmp_path / "out").is_dir() and not (tmp_path / "none").exists()

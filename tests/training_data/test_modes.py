@@ -84,6 +84,10 @@ def test_check_mode_and_dense_limit():
     check_mode("anchor", 4)
     with pytest.raises(ValueError, match="16384"):
         dense_mask(torch.zeros(1, MAX_DENSE_TOKENS + 1, dtype=torch.long), "anchor")
+    from training.attention.flex import block_mask
+
+    with pytest.raises(ValueError, match="sdpa-doc on CPU"):
+        block_mask(torch.zeros(1, MAX_DENSE_TOKENS + 1, dtype=torch.long), "anchor")
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -111,6 +111,7 @@ def test_golden_loss_curve(tiny_llama_dir, run_job, tmp_path):
                      "tiny Llama (harness.embedded, hidden 64, 2 layers), training.corpus 120 docs seed 0 max_words 1500",
             "losses": losses}, indent=1) + "\n")
     golden = json.loads(GOLDEN.read_text())["losses"]
+    assert len(golden) == len(losses) == 20
     for step, (got, want) in enumerate(zip(losses, golden), start=1):
         assert got == pytest.approx(want, rel=1e-4), f"step {step}: {got} vs golden {want}"
     # The tiny model learns: the last steps' loss is well below the first steps'.

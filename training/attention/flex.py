@@ -33,6 +33,12 @@ def block_mask(doc_ids_BL, mode: str):
 
     B, L = doc_ids_BL.shape
     doc = doc_ids_BL
+    from training.attention.dense import MAX_DENSE_TOKENS
+
+    if doc.device.type == "cpu" and L > MAX_DENSE_TOKENS:
+        # uncompiled on CPU the mask is LxL booleans: refuse rather than allocate GBs
+        raise ValueError(f"the flex kernel on CPU builds an LxL mask and refuses windows above {MAX_DENSE_TOKENS} tokens "
+                         f"(got {L}): use --kernel sdpa-doc on CPU")
 
     def mask_mod(b, h, q, kv):
         return attention_allowed(doc[b, q], doc[b, kv], q, kv, mode)
