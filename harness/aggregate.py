@@ -20,11 +20,14 @@ The math, in order (scores are x100):
      Avg over fewer lengths would not compare with other runs), else absent;
   5. effective length: the largest evaluated L such that the checkpoint-mean average is above
      (strictly greater than) the threshold at every evaluated length <= L; else value null and
-     label "below the first length".
+     label "below the first length". A suite that is not length-controlled (spec
+     "length_controlled": false, or lengths [0]: LongBench, MMLU/HellaSwag) gets
+     {"threshold": null, "value": null, "label": "n/a"} and "length_controlled": false.
 Excluded and unavailable tasks are listed and never averaged (as zeros or otherwise); every
 average says how many of the suite's tasks it covers (tasks_covered / tasks_total).
 
-Fields beyond the contract: per-stat `num_samples_range` when checkpoints have different sample
+Fields beyond the contract: suite `unavailable_lengths` {task: {length: reason}} passed through
+from the spec; per-stat `num_samples_range` when checkpoints have different sample
 counts; suite `per_task_summary` {task: {avg, wavg_inc, wavg_dec}}; summary `lengths_covered` /
 `lengths_total`; checkpoint labels in `per_step` are the step, or the path for a step-less
 (hub) checkpoint or when two checkpoints share a step.
@@ -44,6 +47,18 @@ from tasks.lengths import format_length
 SCHEMA_VERSION = 1
 DEFAULT_THRESHOLD = 85.6
 BELOW_FIRST = "below the first length"
+# Suites whose samples are not length-controlled (LongBench at its truncation budget, MMLU and
+# HellaSwag at length 0) have no effective length: their one "length" is not a context length.
+NOT_LENGTH_CONTROLLED = {"threshold": None, "value": None, "label": "n/a"}
+
+
+def suite_length_controlled(spec: dict) -> bool:
+    """Whether a suite's lengths are context lengths: the spec's `length_controlled` when given,
+    else False for a suite evaluated at length 0 only."""
+    flag = spec.get("length_controlled")
+    if flag is not None:
+        return bool(flag)
+    return sorted(int(L) for L in spec.get("lengths") or []) != [0]
 
 
 def _record_key(r: dict) -> tuple:
@@ -188,7 +203,9 @@ def _aggregate_suite(spec: dict, cell: dict, counts: dict, ckpts, labels, thresh
 
     covered_everywhere = [t for t in evaluated if all(L in suite_len and t in suite_len[L][0] for L in lengths)]
     summary = _summaries({L: pc for L, (_, pc) in suite_len.items()}, lengths, ckpts, labels)
-    summary["effective_length"] = effective_length(per_length, lengths, threshold)
+    length_controlled = suite_length_controlled(spec)
+    summary["effective_length"] = (effective_length(per_length, lengths, threshold) if length_controlled
+                                   else dict(NOT_LENGTH_CONTROLLED))
     summary["tasks_covered"] = len(covered_everywhere)
     summary["tasks_total"] = total
     summary["lengths_covered"] = len(suite_len)
@@ -199,6 +216,10 @@ def _aggregate_suite(spec: dict, cell: dict, counts: dict, ckpts, labels, thresh
         "lengths": lengths, "per_task": per_task, "per_length": per_length, "summary": summary,
         "per_task_summary": per_task_summary,
     }
+    if not length_controlled:
+        out["length_controlled"] = False
+    if spec.get("unavailable_lengths"):
+        out["unavailable_lengths"] = {t: dict(v) for t, v in spec["unavailable_lengths"].items()}
     categories = spec.get("categories")
     if categories:
         out["categories"] = {}
@@ -265,7 +286,7 @@ def apply_threshold(results: dict, threshold: float) -> dict:
     """The same results with every suite's effective length recomputed for another threshold."""
     out = json.loads(json.dumps(results))
     for suite in out["suites"].values():
-        if suite.get("score") == "perplexity":
+        if suite.get("score") == "perplexity" or not suite_length_controlled(suite):
             continue
         suite.setdefault("summary", {})["effective_length"] = effective_length(suite.get("per_length", {}), suite.get("lengths", []), threshold)
     return out
@@ -317,6 +338,21 @@ def _merged(values: list) -> object:
     return "mixed: " + ", ".join(map(str, distinct))
 
 
+def _registry_length_controlled(names: list[str]) -> bool | None:
+    """Whether any of these registered tasks is length-controlled; None when none is registered."""
+    try:
+        from tasks.registry import get_task
+    except ImportError:
+        return None
+    flags = []
+    for n in names:
+        try:
+            flags.append(bool(get_task(n).length_controlled))
+        except UserError:  # unknown to this harness (a renamed or third-party task)
+            continue
+    return any(flags) if flags else None
+
+
 def results_from_store(path: str | Path, threshold: float = DEFAULT_THRESHOLD, suite_tasks: dict[str, list[str]] | None = None) -> dict:
     """Re-aggregate a samples.jsonl without the eval command's suite settings.
 
@@ -345,6 +381,9 @@ def results_from_store(path: str | Path, threshold: float = DEFAULT_THRESHOLD, s
             "tasks": full, "excluded": [], "lengths": sorted(suite_lengths[name]),
             "unavailable": {t: f"no results in {Path(path).name}" for t in full if t not in seen},
         }
+        controlled = _registry_length_controlled(seen)
+        if controlled is not None:
+            suites[name]["length_controlled"] = controlled
     ckpts = checkpoints_from_records(records)
     current = {c["fingerprint"] for c in ckpts}
     used = [r for r in records if r["checkpoint"]["fingerprint"] in current]

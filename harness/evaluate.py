@@ -30,7 +30,7 @@ from harness.errors import TaskUnavailable, UserError
 from harness.runners.base import GenerationRequest, RunnerSettings
 from tasks.lengths import format_length
 
-DEFAULT_SAMPLES = 500  # RULER's num_samples
+DEFAULT_SAMPLES = 500  # RULER's num_samples: the default per length-controlled task and length
 DATA_ENV = {"essays": "HARNESS_ESSAYS", "squad": "HARNESS_SQUAD", "hotpotqa": "HARNESS_HOTPOTQA",
             "longbench": "HARNESS_LONGBENCH"}
 
@@ -45,7 +45,9 @@ class EvalConfig:
     tasks: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     last: int | None = None
-    samples: int = DEFAULT_SAMPLES
+    # None (the default): DEFAULT_SAMPLES per length-controlled task and length, every item of the
+    # tasks that are not (LongBench, MMLU, HellaSwag); a number caps every task at it.
+    samples: int | None = None
     seed: int = 42
     backend: str = "hf"
     dtype: str = "auto"
@@ -119,6 +121,8 @@ class Plan:
     dataset_hashes: dict[str, str]
     contexts: dict[str, int]  # checkpoint fingerprint -> context used
     all_lengths: list[int]  # lengths of every task, LongBench's truncation budget and 0 included
+    truncation_budget: int | None = None  # the length LongBench-style tasks run at (prompt + generation)
+    unavailable_lengths: dict[str, dict[str, str]] = field(default_factory=dict)  # task -> {length: reason}
 
 
 def _task_lengths(task, lengths: list[int], truncation_budget: int) -> list[int]:
@@ -128,6 +132,22 @@ def _task_lengths(task, lengths: list[int], truncation_budget: int) -> list[int]
     if task.length_controlled:
         return lengths
     return [truncation_budget] if task.kind == "generate" else [0]
+
+
+def _num_samples(task, length: int, samples: int | None, tokenizer) -> int:
+    """How many samples of a task to run at a length. --samples caps every task; without it a
+    length-controlled task gets DEFAULT_SAMPLES and a fixed dataset (LongBench, MMLU, HellaSwag) all
+    its items. A task whose count depends on the tokenizer (ppl's windows) says so through
+    `num_samples_with_tokenizer`, which raises TaskUnavailable when there is none at that length."""
+    avail = task.num_samples_available(length)
+    counter = getattr(task, "num_samples_with_tokenizer", None)
+    if counter is not None:
+        avail = counter(length, tokenizer)
+    if samples is None:
+        want = DEFAULT_SAMPLES if task.length_controlled or avail is None else avail
+    else:
+        want = samples
+    return want if avail is None else min(want, avail)
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,7 +206,7 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     from tasks.lengths import parse_lengths
     from tasks.tokenization import load_tokenizer, tokenizer_fingerprint
 
-    if cfg.samples < 1:
+    if cfg.samples is not None and cfg.samples < 1:
         raise UserError(f"--samples {cfg.samples}: pass a positive number of samples")
     if cfg.batch_size < 1:
         raise UserError(f"--batch-size {cfg.batch_size}: pass a positive batch size")
@@ -227,13 +247,23 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     if cfg.max_length is not None and cfg.max_length > min_ctx:
         raise UserError(f"--max-length {cfg.max_length} is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}")
     truncation_budget = cfg.max_length or min_ctx
+    for task in tasks:
+        if not task.length_controlled and task.kind == "generate" and task.max_new_tokens >= truncation_budget:
+            # the prompt cap (budget - max_new_tokens) would be <= 0, which middle_truncate reads as "no truncation"
+            raise UserError(f"--max-length {truncation_budget} leaves no prompt for {task.name}, which generates up to "
+                            f"{task.max_new_tokens} tokens: pass a --max-length above {task.max_new_tokens} (it is prompt + generation)")
+    unavailable_lengths: dict[str, dict[str, str]] = {}
     bar = tqdm(total=len(tasks) * len(lengths), desc="samples", unit="set", disable=not cfg.progress, file=sys.stderr)
     for task in tasks:
         task_lengths = _task_lengths(task, lengths, truncation_budget)
         hashes[task.name] = task.dataset_hash()
         for L in task_lengths:
-            avail = task.num_samples_available(L)
-            n = cfg.samples if avail is None else min(cfg.samples, avail)
+            try:
+                n = _num_samples(task, L, cfg.samples, tokenizer)
+            except TaskUnavailable as exc:  # e.g. ppl: no document reaches this length
+                unavailable_lengths.setdefault(task.name, {})[str(L)] = str(exc)
+                bar.update(1)
+                continue
             indices = list(range(n))
             planned.update(_record_key(c, task, L, i, cfg.seed) for c in ckpts for i in indices)
             if task.kind != "generate":
@@ -255,6 +285,16 @@ def plan_eval(cfg: EvalConfig) -> Plan:
                 gen_items.append((task, L, s, prompt, num))
             bar.update(1)
     bar.close()
+    # A task unavailable at every one of its lengths is unavailable (listed with the reason at its
+    # shortest length); one unavailable at some lengths runs at the others and says why not there.
+    for name, by_len in list(unavailable_lengths.items()):
+        task = next(t for t in tasks if t.name == name)
+        if len(by_len) == len(_task_lengths(task, lengths, truncation_budget)):
+            unavailable[name] = by_len[min(by_len, key=int)]
+            del unavailable_lengths[name]
+            tasks = [t for t in tasks if t.name != name]
+    if not tasks:
+        raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
 
     record_settings = {
         "backend": cfg.backend, "dtype": cfg.dtype, "batch_size": cfg.batch_size, "max_model_len": None,
@@ -275,7 +315,7 @@ def plan_eval(cfg: EvalConfig) -> Plan:
                     "settings": {**record_settings, "max_model_len": contexts[c.fingerprint]}}
             jobs.append(CheckpointJob(c, items, rw, settings, base, str(store.path), cfg.seed, cfg.progress))
     return Plan(cfg, ckpts, name, out, label, full, tasks, unavailable, lengths, tok_fp, jobs, planned, hashes, contexts,
-                plan_lengths)
+                plan_lengths, truncation_budget, unavailable_lengths)
 
 
 # --------------------------------------------------------------------------------------------
@@ -357,15 +397,33 @@ def build_results(plan: Plan) -> dict:
     run = {"name": plan.name, "model": parents.pop() if len(parents) == 1 else sorted(parents),
            "mode": modes.pop() if len(modes) == 1 else None, "checkpoints": [c.to_dict() for c in plan.ckpts]}
     ctxs = set(plan.contexts.values())
+    families = {t.family for t in plan.tasks}
     prov = {**provenance(), "backend": cfg.backend, "dtype": cfg.dtype, "batch_size": cfg.batch_size,
             "max_model_len": ctxs.pop() if len(ctxs) == 1 else sorted(ctxs), "rope_theta": cfg.rope_theta,
             "rope_scaling": cfg.rope_scaling, "template": "chat" if cfg.chat_template else "none",
-            "truncation": "none", "tokenizer": plan.tokenizer_fp, "dataset_hashes": plan.dataset_hashes,
-            "seed": cfg.seed, "lm_eval_version": None, "tensor_parallel_size": cfg.tensor_parallel_size,
+            "truncation": "middle" if "longbench" in families else "none", "tokenizer": plan.tokenizer_fp,
+            "dataset_hashes": plan.dataset_hashes, "seed": cfg.seed,
+            "lm_eval_version": _lm_eval_version() if "short" in families else None,
+            "tensor_parallel_size": cfg.tensor_parallel_size,
             "data_parallel": cfg.data_parallel, "samples": cfg.samples,
             "checkpoint_steps": [c.step for c in plan.ckpts]}
+    if "longbench" in families:
+        # LongBench's length: the whole budget of a sample (prompt + generation); each prompt is
+        # middle-truncated to max_length minus the task's max new tokens (the prompt cap, which
+        # LongBench pred.py's own max_length sets directly).
+        prov["max_length"] = plan.truncation_budget
     threshold = DEFAULT_THRESHOLD if cfg.threshold is None else cfg.threshold
     return aggregate(records, suites, run, prov, threshold=threshold)
+
+
+def _lm_eval_version() -> str | None:
+    """The installed lm-eval's version (MMLU and HellaSwag run through it); None when absent."""
+    try:
+        from tasks.short.lm_adapter import lm_eval_version
+
+        return lm_eval_version()
+    except ImportError:  # lm-eval not installed (PackageNotFoundError is an ImportError)
+        return None
 
 
 def _family(task_name: str) -> str:
@@ -375,6 +433,15 @@ def _family(task_name: str) -> str:
         if task_name in all_suites().get(fam, ()):
             return fam
     return "other"
+
+
+def _length_controlled(task, name: str, get_task) -> bool:
+    if task is None:
+        try:
+            task = get_task(name)
+        except UserError:  # an --exclude name the registry does not know
+            return False
+    return bool(task.length_controlled)
 
 
 def _report_suites(plan: Plan) -> dict:
@@ -398,6 +465,8 @@ def _report_suites(plan: Plan) -> dict:
     else:
         groups = {fam: names for fam, names in by_family.items()}
     tasks_by_name = {t.name: t for t in plan.tasks}
+    from tasks.registry import get_task
+
     suites = {}
     for label, names in groups.items():
         lengths = sorted({L for n in names if n in tasks_by_name for L in _task_lengths(
@@ -408,6 +477,12 @@ def _report_suites(plan: Plan) -> dict:
         cats = {c: [t for t in ts if t in names] for c, ts in cats.items() if any(t in names for t in ts)}
         if cats:
             entry["categories"] = cats
+        # LongBench (one length: its truncation budget) and MMLU/HellaSwag (length 0) are not
+        # length-controlled: the aggregate gives them no effective length.
+        entry["length_controlled"] = any(_length_controlled(tasks_by_name.get(n), n, get_task) for n in names)
+        gaps = {t: dict(v) for t, v in plan.unavailable_lengths.items() if t in names}
+        if gaps:
+            entry["unavailable_lengths"] = gaps
         suites[label] = entry
     return suites
 

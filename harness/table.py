@@ -7,7 +7,8 @@ Rows are the suite's evaluated tasks, then the suite average (and category avera
 the lengths, then Avg, wAvg(inc), wAvg(dec). A cell is "mean ±std" over checkpoints (just "mean"
 when one checkpoint was evaluated: its std is 0 by definition, not a measured spread), with
 "n=K" appended when fewer than the run's checkpoints took part, and "—" where there is no value
-(never 0). Header lines give the run, the checkpoint steps, tasks covered, the effective length
+(never 0). A suite that is not length-controlled (MMLU/HellaSwag at length 0) has the column
+"n/a" and effective length "n/a". Header lines give the run, the checkpoint steps, tasks covered, the effective length
 with its threshold, excluded/unavailable tasks and the settings that move scores.
 """
 
@@ -39,7 +40,8 @@ def _provenance_line(prov: dict) -> str:
     parts = []
     for key, label in (("backend", "backend"), ("dtype", "dtype"), ("batch_size", "batch"), ("max_model_len", "max_model_len"),
                        ("rope_theta", "rope_theta"), ("rope_scaling", "rope_scaling"), ("template", "template"),
-                       ("truncation", "truncation"), ("seed", "seed")):
+                       ("truncation", "truncation"), ("max_length", "max_length"), ("lm_eval_version", "lm-eval"),
+                       ("seed", "seed")):
         if prov.get(key) is not None:
             parts.append(f"{label} {prov[key]}")
     version = prov.get("package_version")
@@ -74,6 +76,9 @@ def _suite_block(name: str, suite: dict, num_ckpts: int) -> list[str]:
         out.append("excluded: " + ", ".join(suite["excluded"]))
     for task, reason in (suite.get("unavailable") or {}).items():
         out.append(f"unavailable: {task} ({reason})")
+    for task, by_len in (suite.get("unavailable_lengths") or {}).items():
+        for L, reason in sorted(by_len.items(), key=lambda kv: int(kv[0])):
+            out.append(f"unavailable: {task} at {format_length(int(L))} ({reason})")
     if summary.get("lengths_covered") is not None and summary.get("lengths_covered") != summary.get("lengths_total"):
         out.append(f"lengths evaluated: {summary['lengths_covered']}/{summary['lengths_total']} (no Avg until all are)")
 

@@ -63,8 +63,16 @@ def parse_lengths(text: str) -> list[int]:
     return sorted(out)
 
 
+NOT_A_LENGTH = "n/a"
+
+
 def format_length(value: int) -> str:
-    """4096 -> '4K', 131072 -> '128K', 4000 -> '4000' (the names RULER's tables use)."""
+    """4096 -> '4K', 131072 -> '128K', 4000 -> '4000' (the names RULER's tables use).
+
+    0 (and below) is the length of samples that are not length-controlled (MMLU, HellaSwag): 'n/a'.
+    """
+    if value <= 0:
+        return NOT_A_LENGTH
     if value % (1024 * 1024) == 0:
         return f"{value // (1024 * 1024)}M"
     if value % 1024 == 0:

@@ -104,7 +104,15 @@ class LongPPL(Task):
         return [(d, s, size) for d, t in enumerate(toks) for s in range(0, len(t) - size + 1, size)]
 
     def num_samples_available(self, length: int) -> int | None:
-        return None  # depends on the tokenizer; sample() names the limit when it is passed
+        return None  # depends on the tokenizer: see num_samples_with_tokenizer
+
+    def num_samples_with_tokenizer(self, length: int, tokenizer) -> int:
+        """Windows of `length` tokens in the documents; the evaluation loop asks this when planning,
+        so a length no document reaches is listed as unavailable before any model is loaded."""
+        n = len(self._windows(length, tokenizer))
+        if n == 0:
+            raise TaskUnavailable(f"no perplexity document has {length} tokens: {FIX}")
+        return n
 
     def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
         windows = self._windows(length, tokenizer)
@@ -132,11 +140,10 @@ class LongPPL(Task):
         from harness.runners.base import LoglikelihoodRequest
         from tasks.generate import generate_samples
 
-        # The window count depends on the tokenizer, which num_samples_available() does not get:
-        # evaluate the windows that exist (a 128K length may have few) instead of failing the run.
+        # The evaluation loop plans only windows that exist (num_samples_with_tokenizer); called
+        # directly, indices past the last window (or a length no document reaches) give no
+        # records rather than an error, so work already done in a run is never lost.
         n = len(self._windows(length, tokenizer))
-        if n == 0:
-            raise TaskUnavailable(f"no perplexity document has {length} tokens: {FIX}")
         samples = generate_samples(self, length, [i for i in indices if i < n], tokenizer, seed=seed)
         out = []
         for s in tqdm(samples, desc=f"ppl@{length}", leave=False):  # one window per call: a 128K window is the whole batch on its own

@@ -36,3 +36,4 @@ def test_bounds_reversed_and_non_doubling_ranges():
 
 def test_format_length():
     assert [format_length(v) for v in (4096, 131072, 1048576, 4000)] == ["4K", "128K", "1M", "4000"]
+    assert format_length(0) == "n/a"  # not-length-controlled samples (MMLU/HellaSwag), never "0M"

@@ -30,7 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tasks", metavar="A,B", help="comma list of tasks (instead of a suite)")
     g.add_argument("--exclude", metavar="A,B", help="tasks to leave out (listed as excluded in the results)")
     g.add_argument("--lengths", metavar="SPEC", help="lengths, e.g. 4k-128k or 1k,4k (default 4k-128k)")
-    g.add_argument("--samples", type=int, metavar="N", help="samples per task and length (default 500, RULER's)")
+    g.add_argument("--samples", type=int, metavar="N",
+                   help="samples per task and length, for every task (default: 500, RULER's, per length-controlled "
+                        "task and length; every item of LongBench, MMLU and HellaSwag)")
     g.add_argument("--seed", type=int, default=42, help="sample generation seed (default 42)")
     g = p.add_argument_group("runner")
     g.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="transformers (default) or vLLM")
@@ -39,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-size", type=int, default=8, help="transformers batch size (default 8)")
     g.add_argument("--max-model-len", type=int, metavar="N", help="context to run with (default: config max_position_embeddings)")
     g.add_argument("--max-length", type=int, metavar="N",
-                   help="LongBench truncation budget, prompt + generation (default: the context; pred.py's rule)")
+                   help="LongBench length, prompt + generation: each prompt is middle-truncated to N minus the "
+                        "task's tokens to generate (pred.py's max_length caps the prompt alone) (default: the context)")
     g.add_argument("--rope-theta", type=float, metavar="THETA", help="override the config's rope theta (recorded)")
     g.add_argument("--rope-scaling", metavar="JSON", help='override rope scaling, e.g. \'{"rope_type": "yarn", "factor": 4.0}\'')
     g.add_argument("--tensor-parallel-size", type=int, default=1, metavar="N", help="GPUs per engine (vLLM)")
@@ -71,7 +74,7 @@ def _rope_scaling(text: str | None) -> dict | None:
 
 
 def config_from_args(args: argparse.Namespace):
-    from harness.evaluate import DEFAULT_SAMPLES, EvalConfig, set_data_sources
+    from harness.evaluate import EvalConfig, set_data_sources
     from tasks.registry import all_suites, split_csv
 
     set_data_sources(args.essays, args.squad, args.hotpotqa, args.longbench)
@@ -92,7 +95,7 @@ def config_from_args(args: argparse.Namespace):
         raise UserError("no checkpoints: pass --ckpts SPEC (e.g. 'runs/anchor/ckpt-<1950..2000>') or --embedded")
     return EvalConfig(
         ckpts=ckpts, last=args.last, suite=suite, tasks=tasks, exclude=exclude,
-        lengths=lengths or "4k-128k", samples=DEFAULT_SAMPLES if samples is None else samples, seed=args.seed,
+        lengths=lengths or "4k-128k", samples=samples, seed=args.seed,
         backend=args.backend, dtype=args.dtype, batch_size=args.batch_size, max_model_len=args.max_model_len, max_length=args.max_length,
         rope_theta=args.rope_theta, rope_scaling=_rope_scaling(args.rope_scaling),
         tensor_parallel_size=args.tensor_parallel_size, data_parallel=args.data_parallel, ray_address=args.ray_address,

@@ -210,3 +210,43 @@ def test_perplexity_cells_are_corpus_perplexity_and_lower_is_better():
     assert res["score"] == "perplexity" and res["summary"]["effective_length"]["value"] is None
     # a threshold never turns a perplexity into an effective length
     assert apply_threshold({"suites": {"ppl": res}}, 1.0)["suites"]["ppl"]["summary"]["effective_length"]["value"] is None
+
+
+def test_not_length_controlled_suites_have_no_effective_length():
+    """MMLU/HellaSwag (length 0) and LongBench (one length: its truncation budget) are not
+    length-controlled: effective length n/a, also after apply_threshold; RULER-style keeps it."""
+    ckpt = CKPTS[:1]
+    recs = [record("mmlu", 0, ckpt[0], 0, 1.0, suite="short"), record("trec", 4096, ckpt[0], 0, 1.0, suite="longbench"),
+            record("A", 4096, ckpt[0], 0, 1.0)]
+    suites = {"short": {"tasks": ["mmlu"], "lengths": [0]},  # no flag: length 0 only -> not length-controlled
+              "longbench": {"tasks": ["trec"], "lengths": [4096], "length_controlled": False},
+              "toy": {"tasks": ["A"], "lengths": [4096], "length_controlled": True}}
+    res = aggregate(recs, suites, dict(RUN, checkpoints=ckpt), PROV, threshold=50.0)
+    na = {"threshold": None, "value": None, "label": "n/a"}
+    for name in ("short", "longbench"):
+        assert res["suites"][name]["summary"]["effective_length"] == na
+        assert res["suites"][name]["length_controlled"] is False
+        assert res["suites"][name]["per_length"]  # scores are still there
+    assert res["suites"]["toy"]["summary"]["effective_length"] == {"threshold": 50.0, "value": 4096, "label": "4K"}
+    assert "length_controlled" not in res["suites"]["toy"]
+    again = apply_threshold(res, 10.0)
+    assert again["suites"]["short"]["summary"]["effective_length"] == na
+    assert again["suites"]["longbench"]["summary"]["effective_length"] == na
+    assert again["suites"]["toy"]["summary"]["effective_length"]["threshold"] == 10.0
+
+
+def test_unavailable_lengths_pass_through_and_show_in_table():
+    from harness.table import format_table
+
+    ckpt = CKPTS[:1]
+    recs = [record("A", 4096, ckpt[0], 0, 1.0)]
+    gaps = {"A": {"8192": "no perplexity document has 8192 tokens"}}
+    suites = {"toy": {"tasks": ["A"], "lengths": [4096, 8192], "unavailable_lengths": gaps},
+              "short": {"tasks": ["mmlu"], "lengths": [0]}}
+    res = aggregate(recs + [record("mmlu", 0, ckpt[0], 0, 1.0, suite="short")], suites, dict(RUN, checkpoints=ckpt), PROV)
+    assert res["suites"]["toy"]["unavailable_lengths"] == gaps
+    table = format_table(res)
+    assert "unavailable: A at 8K (no perplexity document has 8192 tokens)" in table
+    short_block = table[table.index("\nshort"):]
+    assert "effective length n/a" in short_block and "0M" not in table
+    assert short_block.splitlines()[2].split()[:2] == ["Task", "n/a"]

@@ -89,9 +89,15 @@ def test_more_samples_extend_store_and_fewer_report_subset(ckpt_series, tmp_path
 def test_excluded_task_is_listed_not_averaged(ckpt_series, tmp_path):
     out = tmp_path / "out"
     assert _eval(ckpt_series, out, "--exclude", "toy_words", "--last", "1") == 0
-    suite = json.loads((out / "results.json").read_text())["suites"]["toy"]
+    results = json.loads((out / "results.json").read_text())
+    suite = results["suites"]["toy"]
     assert suite["excluded"] == ["toy_words"] and suite["evaluated"] == ["toy_digits"]
     assert suite["per_length"]["1024"]["tasks_covered"] == 1 and suite["per_length"]["1024"]["tasks_total"] == 2
+    # --last 1 of ckpt-<10..20>: only ckpt-20 was evaluated and averaged
+    assert [c["step"] for c in results["run"]["checkpoints"]] == [20] and results["provenance"]["checkpoint_steps"] == [20]
+    assert suite["per_length"]["1024"]["n"] == 1 and suite["per_length"]["1024"]["steps"] == [20]
+    records = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()[1:]]
+    assert {r["checkpoint"]["step"] for r in records} == {20} and {r["task"] for r in records} == {"toy_digits"}
 
 
 def test_loglikelihood_task_goes_through_evaluate_with_runner(ckpt_series, tmp_path):
@@ -128,9 +134,28 @@ def test_data_source_flags_set_env(monkeypatch, tmp_path):
     args = build_parser().parse_args(["eval", "--ckpts", "x", "--essays", str(tmp_path / "e"), "--squad", str(tmp_path / "s.json"),
                                       "--hotpotqa", str(tmp_path / "h.json")])
     cfg = config_from_args(args)
-    assert cfg.samples == 500 and cfg.lengths == "4k-128k" and cfg.backend == "hf" and not cfg.chat_template
+    # --samples not given: None, i.e. 500 per length-controlled task and length, every item otherwise
+    assert cfg.samples is None and cfg.lengths == "4k-128k" and cfg.backend == "hf" and not cfg.chat_template
     import os
 
     assert os.environ["HARNESS_ESSAYS"] == str(tmp_path / "e")
     assert os.environ["HARNESS_SQUAD"] == str(tmp_path / "s.json")
     assert os.environ["HARNESS_HOTPOTQA"] == str(tmp_path / "h.json")
+
+
+def test_training_settings_reach_results(ckpt_series, tmp_path):
+    """harness_training.json beside config.json (harness/checkpoints.py TRAINING_FILE) is copied into
+    results.json run.checkpoints[].training, and its mode becomes run.mode."""
+    from conftest import copy_ckpt
+
+    from harness.checkpoints import TRAINING_FILE
+
+    training = {"mode": "anchor", "window": 512, "rope_theta": 5e6}
+    ckpt = copy_ckpt(ckpt_series / "ckpt-10", tmp_path / "anchor" / "ckpt-10")
+    (ckpt / TRAINING_FILE).write_text(json.dumps(training))
+    out = tmp_path / "out"
+    assert main(["eval", "--ckpts", str(ckpt), "--tasks", "toy_digits", "--lengths", "1k", "--samples", "1",
+                 "--out", str(out), "--no-progress"]) == 0
+    run = json.loads((out / "results.json").read_text())["run"]
+    assert run["mode"] == "anchor" and run["name"] == "anchor"
+    assert [(c["step"], c["training"]) for c in run["checkpoints"]] == [(10, training)]

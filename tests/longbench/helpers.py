@@ -6,6 +6,8 @@ harness/runners/hf.py.
 
 from __future__ import annotations
 
+import json
+
 from harness.runners.base import RunnerSettings
 
 
@@ -84,3 +86,54 @@ class TinyHFRunner:
 
     def close(self):
         pass
+
+
+# Tiny LongBench jsonl files (LongBench/data/<name>.jsonl layout).
+def _rec(name, i=0, ctx="CTX", inp="INP", answers=("ans",), classes=None, length=100):
+    return {"input": inp, "context": ctx, "answers": list(answers), "length": length, "dataset": name,
+            "language": "zh" if name == "lsht" else "en", "all_classes": classes, "_id": f"{name}-{i}"}
+
+
+def _write(folder, name, records):
+    with open(folder / f"{name}.jsonl", "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def _icl_files(folder):
+    trec_classes = ["Location", "Other location", "Description", "Number"]
+    _write(folder, "trec", [
+        _rec("trec", 0, ctx="Question: Where is Paris?\nType: Location", inp="Question: Where is Rome?\nType:", answers=["Location"], classes=trec_classes),
+        _rec("trec", 1, ctx="Question: How many?\nType: Number", inp="Question: What is X?\nType:", answers=["Description"], classes=trec_classes),
+    ])
+    _write(folder, "triviaqa", [
+        _rec("triviaqa", 0, ctx="Passage: p\nQuestion: q\nAnswer: a", inp="Passage: Paris is in France.\nQuestion: Where is Paris?\nAnswer:", answers=["France", "French Republic"]),
+    ])
+    _write(folder, "samsum", [_rec("samsum", 0, ctx="Dialogue: hi\nSummary: greeting", inp="Dialogue: A: lunch? B: yes\nSummary:", answers=["A and B will have lunch together"])])
+    _write(folder, "lsht", [_rec("lsht", 0, ctx="新闻：股市上涨\n类别：财经", inp="新闻：球队获胜\n类别：", answers=["体育"], classes=["财经", "体育", "科技"])])
+
+
+def write_short_files(folder, sizes=(("anatomy", 2), ("astronomy", 2)), answers=None):
+    """Tiny MMLU (2 subjects x 2 test, 5 dev each) and HellaSwag (3) files in lm-eval's layout."""
+    sizes = dict(sizes)
+    test, dev = [], []
+    for subject, n in sizes.items():
+        for i in range(n):
+            answer = answers[subject][i] if answers else (i + len(subject)) % 4
+            test.append({"question": f"Which {subject} fact number {i} is true? ", "subject": subject,
+                         "choices": [f"fact {i}", "the moon", "a bone", "none of these"], "answer": answer})
+        for i in range(5):
+            dev.append({"question": f"Dev {subject} {i}?", "subject": subject, "choices": ["w", "x", "y", "z"], "answer": i % 4})
+    (folder / "mmlu").mkdir()
+    _write_rows(folder / "mmlu" / "test.jsonl", test)
+    _write_rows(folder / "mmlu" / "dev.jsonl", dev)
+    hs = [{"ind": i, "activity_label": "Baking cookies", "ctx_a": "A woman mixes flour.", "ctx_b": "she",
+           "ctx": "", "endings": [f"puts the tray [title] in the oven {i}.", "runs away quickly.", "eats", "sings a very long song about dough"],
+           "source_id": "x", "split": "val", "split_type": "indomain", "label": str(i % 4)} for i in range(3)]
+    (folder / "hs").mkdir()
+    _write_rows(folder / "hs" / "validation.jsonl", hs)
+    return {"test": test, "dev": dev, "hs": hs, "mmlu": folder / "mmlu", "hellaswag": folder / "hs"}
+
+
+def _write_rows(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))

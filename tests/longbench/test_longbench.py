@@ -3,7 +3,6 @@ end-to-end runs on tiny local jsonl files (fake runner and the tiny Llama)."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -13,7 +12,7 @@ from tasks.generate import generate_samples
 from tasks.longbench import data
 from tasks.registry import all_suites, get_task
 
-from .helpers import FakeRunner
+from .helpers import FakeRunner, _icl_files, _rec, _write
 
 # Reference strings typed from LongBench/config/dataset2prompt.json with {context}/{input} filled.
 REF_NARRATIVEQA = (
@@ -37,25 +36,6 @@ REF_LSHT = "请判断给定新闻的类别，下面是一些例子。\n\nCTX\nIN
 
 MAXLEN = {"narrativeqa": 128, "gov_report": 512, "trec": 64, "triviaqa": 32, "samsum": 128, "lsht": 64,
           "passage_count": 32, "lcc": 64, "repobench-p": 64, "hotpotqa": 32}
-
-
-def _rec(name, i=0, ctx="CTX", inp="INP", answers=("ans",), classes=None, length=100):
-    return {"input": inp, "context": ctx, "answers": list(answers), "length": length, "dataset": name,
-            "language": "zh" if name == "lsht" else "en", "all_classes": classes, "_id": f"{name}-{i}"}
-
-
-def _write(folder, name, records):
-    with open(folder / f"{name}.jsonl", "w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-
-
-@pytest.fixture
-def lb_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv(data.ENV_VAR, str(tmp_path))
-    data.load_records.cache_clear()
-    yield tmp_path
-    data.load_records.cache_clear()
 
 
 @pytest.mark.parametrize("name,ref", [("narrativeqa", REF_NARRATIVEQA), ("trec", REF_TREC), ("passage_count", REF_PASSAGE_COUNT),
@@ -94,8 +74,10 @@ def test_middle_truncation_matches_pred_py(lb_dir, bpe_tokenizer):
     ids = bpe_tokenizer(full.prompt)["input_ids"]  # pred.py: tokenized with special tokens
     expect = bpe_tokenizer.decode(ids[:60], skip_special_tokens=True) + bpe_tokenizer.decode(ids[-60:], skip_special_tokens=True)
     info = s.metadata["truncation"]
-    if info["refit_tokens"] == 0:  # pred.py's cut fits: ours is byte-identical to it
-        assert s.prompt == expect
+    # This prompt and budget are chosen so that pred.py's cut re-encodes within the budget: no refit,
+    # and ours is byte-identical to pred.py's (the refit branch is checked in the test below).
+    assert info["refit_tokens"] == 0
+    assert s.prompt == expect
     assert s.num_tokens <= budget
     assert s.prompt.startswith("Answer the question based on the given passages.")
     assert s.prompt.endswith("Question: Which word is first?\nAnswer:")
@@ -114,19 +96,6 @@ def test_missing_data_is_unavailable(tmp_path, monkeypatch):
     with pytest.raises(TaskUnavailable, match="offline"):
         get_task("trec").check_available()
     data.load_records.cache_clear()
-
-
-def _icl_files(folder):
-    trec_classes = ["Location", "Other location", "Description", "Number"]
-    _write(folder, "trec", [
-        _rec("trec", 0, ctx="Question: Where is Paris?\nType: Location", inp="Question: Where is Rome?\nType:", answers=["Location"], classes=trec_classes),
-        _rec("trec", 1, ctx="Question: How many?\nType: Number", inp="Question: What is X?\nType:", answers=["Description"], classes=trec_classes),
-    ])
-    _write(folder, "triviaqa", [
-        _rec("triviaqa", 0, ctx="Passage: p\nQuestion: q\nAnswer: a", inp="Passage: Paris is in France.\nQuestion: Where is Paris?\nAnswer:", answers=["France", "French Republic"]),
-    ])
-    _write(folder, "samsum", [_rec("samsum", 0, ctx="Dialogue: hi\nSummary: greeting", inp="Dialogue: A: lunch? B: yes\nSummary:", answers=["A and B will have lunch together"])])
-    _write(folder, "lsht", [_rec("lsht", 0, ctx="新闻：股市上涨\n类别：财经", inp="新闻：球队获胜\n类别：", answers=["体育"], classes=["财经", "体育", "科技"])])
 
 
 def _mini_loop(task, runner, length, tokenizer):
@@ -224,4 +193,4 @@ def test_middle_truncation_never_exceeds_the_budget(bpe_tokenizer, byte_tokenize
                 half = budget // 2
                 assert kept == tok.decode(ids[:half], skip_special_tokens=True) + tok.decode(ids[-half:], skip_special_tokens=True)
             refits += info.get("refit_tokens", 0) > 0
-    assert refits < 40  # the refit is the exception, pred.py's cut the rule
+    assert 0 < refits < 40  # both branches ran; the refit is the exception, pred.py's cut the rule

@@ -53,8 +53,12 @@ def test_ppl_matches_brute_force_loss(ppl_doc, tiny_runner, tiny_tokenizer):
 def test_ppl_limits_and_missing(ppl_doc, tiny_tokenizer, monkeypatch, tmp_path):
     with pytest.raises(UserError, match="windows of 4096 tokens"):
         get_task("ppl").sample(4096, 0, 42, tiny_tokenizer)
+    # The loop asks when planning (before any model load); a direct call past the documents gives
+    # no records instead of aborting a run whose other work is done.
     with pytest.raises(TaskUnavailable, match="no perplexity document has 4096 tokens"):
-        get_task("ppl").evaluate_with_runner(None, 4096, [0], 42, tiny_tokenizer)
+        get_task("ppl").num_samples_with_tokenizer(4096, tiny_tokenizer)
+    assert get_task("ppl").num_samples_with_tokenizer(256, tiny_tokenizer) >= 2
+    assert get_task("ppl").evaluate_with_runner(None, 4096, [0], 42, tiny_tokenizer) == []
     monkeypatch.setenv(ppl.ENV_VAR, str(tmp_path / "nope"))
     with pytest.raises(TaskUnavailable, match="HARNESS_PPL_DATA"):
         get_task("ppl").check_available()

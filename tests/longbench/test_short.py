@@ -4,7 +4,6 @@ from the task definitions and reads log-likelihoods off the model directly."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -12,10 +11,6 @@ import pytest
 from harness.errors import TaskUnavailable
 from tasks.registry import all_suites, get_task
 from tasks.short import data
-
-
-def _w(path, rows):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 def _brute_ll(model_dir_runner, context, continuation):
@@ -29,30 +24,6 @@ def _brute_ll(model_dir_runner, context, continuation):
         logits = model(torch.tensor([full])).logits[0].double()
     logp = torch.log_softmax(logits, -1)
     return float(sum(logp[i - 1, full[i]] for i in range(len(ctx), len(full))))
-
-
-@pytest.fixture
-def short_dirs(tmp_path, monkeypatch):
-    test, dev = [], []
-    for subject in ("anatomy", "astronomy"):
-        for i in range(2):
-            test.append({"question": f"Which {subject} fact number {i} is true? ", "subject": subject,
-                         "choices": [f"fact {i}", "the moon", "a bone", "none of these"], "answer": (i + len(subject)) % 4})
-        for i in range(5):
-            dev.append({"question": f"Dev {subject} {i}?", "subject": subject, "choices": ["w", "x", "y", "z"], "answer": i % 4})
-    (tmp_path / "mmlu").mkdir()
-    _w(tmp_path / "mmlu" / "test.jsonl", test)
-    _w(tmp_path / "mmlu" / "dev.jsonl", dev)
-    hs = [{"ind": i, "activity_label": "Baking cookies", "ctx_a": "A woman mixes flour.", "ctx_b": "she",
-           "ctx": "", "endings": [f"puts the tray [title] in the oven {i}.", "runs away quickly.", "eats", "sings a very long song about dough"],
-           "source_id": "x", "split": "val", "split_type": "indomain", "label": str(i % 4)} for i in range(3)]
-    (tmp_path / "hs").mkdir()
-    _w(tmp_path / "hs" / "validation.jsonl", hs)
-    monkeypatch.setenv(data.MMLU_ENV, str(tmp_path / "mmlu"))
-    monkeypatch.setenv(data.HELLASWAG_ENV, str(tmp_path / "hs"))
-    data.clear_caches()
-    yield {"test": test, "dev": dev, "hs": hs}
-    data.clear_caches()
 
 
 def test_mmlu_matches_brute_force(short_dirs, tiny_runner):
@@ -78,8 +49,48 @@ def test_mmlu_matches_brute_force(short_dirs, tiny_runner):
         assert rec["prediction"] == "ABCD"[best]
         assert rec["score"] == float(best == doc["answer"])
         assert rec["metadata"]["num_fewshot"] == 5 and rec["metadata"]["lm_eval_version"].startswith("0.4")
-    # micro average = mean over questions
-    assert sum(r["score"] for r in out) / 4 == pytest.approx(sum(r["score"] for r in out) / len(out))
+    # the reported MMLU cell (harness.aggregate) is the mean over these 4 questions
+    assert _mmlu_cell(out) == pytest.approx(100 * sum(r["score"] for r in out) / 4)
+
+
+def _mmlu_cell(out):
+    """The MMLU score harness.aggregate reports for one checkpoint's records (x100)."""
+    from harness.aggregate import aggregate
+
+    ckpt = {"path": "ckpt-1", "step": 1, "fingerprint": "fp"}
+    records = [{"type": "sample", "run": "r", "checkpoint": ckpt, "suite": "short", "task": "mmlu", "task_version": "1",
+                "length": 0, "index": r["index"], "seed": 42, "dataset_hash": "h", "prediction": r["prediction"],
+                "score": r["score"], "metric": "acc", "num_tokens": None, "settings": {}, "metadata": r["metadata"]}
+               for r in out]
+    res = aggregate(records, {"short": {"tasks": ["mmlu"], "lengths": [0]}},
+                    {"name": "r", "model": ".", "mode": None, "checkpoints": [dict(ckpt, training=None)]}, {})
+    return res["suites"]["short"]["per_task"]["mmlu"]["0"]["mean"]
+
+
+def test_mmlu_is_micro_averaged_over_questions(tmp_path, monkeypatch):
+    """Subjects of unequal size: the reported MMLU is the mean over questions (lm-eval's `mmlu`
+    group, the paper's number), not the mean of per-subject accuracies."""
+    from .helpers import FakeRunner, write_short_files
+
+    # FakeRunner's log-likelihood is minus the continuation's length: " A".." D" tie, so every
+    # prediction is "A" (argmax takes the first) and a question scores 1 exactly when its answer is A.
+    answers = {"anatomy": [0, 0, 1], "astronomy": [1]}
+    files = write_short_files(tmp_path, sizes=(("anatomy", 3), ("astronomy", 1)), answers=answers)
+    monkeypatch.setenv(data.MMLU_ENV, str(files["mmlu"]))
+    data.clear_caches()
+    try:
+        task = get_task("mmlu")
+        n = task.num_samples_available(0)
+        assert n == 4
+        out = task.evaluate_with_runner(FakeRunner(lambda p: ""), 0, list(range(n)), 42, None)
+    finally:
+        data.clear_caches()
+    assert {r["prediction"] for r in out} == {"A"}
+    per_subject = {s: 100 * sum(a == 0 for a in ans) / len(ans) for s, ans in answers.items()}  # 66.7, 0
+    micro = 100 * sum(a == 0 for ans in answers.values() for a in ans) / n                      # 2/4 = 50
+    macro = sum(per_subject.values()) / len(per_subject)                                         # 33.3
+    assert micro != pytest.approx(macro)
+    assert _mmlu_cell(out) == pytest.approx(micro)
 
 
 def _preprocess(text):
