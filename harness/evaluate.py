@@ -369,7 +369,7 @@ def run_job(job: CheckpointJob, position: int = 0) -> int:
             added += store.append(records)
             bar.update(len(part))
         for w in job.runner_work:
-            out = w.task.evaluate_with_runner(runner, w.length, w.indices, job.seed, runner.tokenizer)
+            out = w.task.evaluate_with_runner(runner, w.length, w.indices, job.seed, runner.tokenizer, progress=job.progress)
             records = [_record(job, w.task, w.length, r["index"], r["prediction"], r["score"], r.get("num_tokens"),
                                w.task.dataset_hash(), r.get("metadata") or {}) for r in out]
             added += store.append(records)

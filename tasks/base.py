@@ -84,8 +84,11 @@ class Task:
         """Score in [0, 1] for one prediction (aggregates report x100)."""
         raise NotImplementedError
 
-    def evaluate_with_runner(self, runner, length: int, indices: list[int], seed: int, tokenizer) -> list[dict[str, Any]]:
+    def evaluate_with_runner(self, runner, length: int, indices: list[int], seed: int, tokenizer,
+                             progress: bool = True) -> list[dict[str, Any]]:
         """For kinds other than "generate" (loglikelihood suites, perplexity, lm-eval adapters).
+
+        `progress` False silences the task's own progress bars (`harness eval --no-progress`).
 
         Returns one dict per index: {"index", "prediction", "score" (0..1), "metadata"}; the
         evaluation loop stores them like generated results. "generate" tasks never use this:

@@ -134,7 +134,7 @@ class LongPPL(Task):
     def score(self, prediction: str, sample: Sample) -> float:
         raise NotImplementedError("ppl is scored from log-likelihoods in evaluate_with_runner")
 
-    def evaluate_with_runner(self, runner, length, indices, seed, tokenizer) -> list[dict[str, Any]]:
+    def evaluate_with_runner(self, runner, length, indices, seed, tokenizer, progress=True) -> list[dict[str, Any]]:
         from tqdm import tqdm
 
         from harness.runners.base import LoglikelihoodRequest
@@ -146,7 +146,7 @@ class LongPPL(Task):
         n = len(self._windows(length, tokenizer))
         samples = generate_samples(self, length, [i for i in indices if i < n], tokenizer, seed=seed)
         out = []
-        for s in tqdm(samples, desc=f"ppl@{length}", leave=False):  # one window per call: a 128K window is the whole batch on its own
+        for s in tqdm(samples, desc=f"ppl@{length}", leave=False, disable=not progress):  # one window per call: a 128K window is the whole batch on its own
             (ll, _), = runner.loglikelihood([LoglikelihoodRequest(s.input, s.references[0])])
             n = s.metadata["scored_tokens"]
             nll = -float(ll)

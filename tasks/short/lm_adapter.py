@@ -97,7 +97,7 @@ def local_config(name: str, data_files: dict[str, str]) -> dict[str, Any]:
 
 
 def run_lm_eval(runner, configs: list[dict[str, Any]], doc_ids: dict[str, list[int]], num_fewshot: int,
-                seed: int = 1234) -> dict[str, list[dict[str, Any]]]:
+                seed: int = 1234, progress: bool = True) -> dict[str, list[dict[str, Any]]]:
     """lm-eval's logged samples {task: [sample dicts]} for the given doc ids of each config."""
     import logging
 
@@ -106,7 +106,7 @@ def run_lm_eval(runner, configs: list[dict[str, Any]], doc_ids: dict[str, list[i
     logging.getLogger("lm_eval").setLevel(logging.WARNING)
     from lm_eval.tasks import TaskManager
 
-    lm = _runner_lm_class()(runner)
+    lm = _runner_lm_class()(runner, progress=progress)
     # lm-eval walks the selected docs in dataset order but labels them by position in the list it
     # was given (evaluator.py: doc_id_true = indices[doc_id]), so the list must be sorted.
     doc_ids = {task: sorted(set(ids)) for task, ids in doc_ids.items()}

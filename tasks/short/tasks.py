@@ -74,7 +74,7 @@ class MMLU(_LmEvalTask):
     def num_samples_available(self, length: int) -> int | None:
         return len(data.mmlu_files()[1])
 
-    def evaluate_with_runner(self, runner, length, indices, seed, tokenizer) -> list[dict[str, Any]]:
+    def evaluate_with_runner(self, runner, length, indices, seed, tokenizer, progress=True) -> list[dict[str, Any]]:
         from tasks.short.lm_adapter import local_config, run_lm_eval
 
         self._check_indices(indices)
@@ -86,7 +86,7 @@ class MMLU(_LmEvalTask):
             doc_ids.setdefault(f"mmlu_{subject}", []).append(doc)
             index_of[(f"mmlu_{subject}", doc)] = i
         configs = [local_config(t, files[t.removeprefix("mmlu_")]) for t in doc_ids]
-        logged = run_lm_eval(runner, configs, doc_ids, self.num_fewshot)
+        logged = run_lm_eval(runner, configs, doc_ids, self.num_fewshot, progress=progress)
         out = [r for t, samples in logged.items() for r in self._records(samples, index_of, t, lambda k: _LETTERS[k])]
         pos = {i: n for n, i in enumerate(indices)}
         return sorted(out, key=lambda r: pos[r["index"]])
@@ -111,14 +111,14 @@ class HellaSwag(_LmEvalTask):
     def num_samples_available(self, length: int) -> int | None:
         return len(data.hellaswag_file()[1])
 
-    def evaluate_with_runner(self, runner, length, indices, seed, tokenizer) -> list[dict[str, Any]]:
+    def evaluate_with_runner(self, runner, length, indices, seed, tokenizer, progress=True) -> list[dict[str, Any]]:
         from tasks.short.lm_adapter import local_config, run_lm_eval
 
         self._check_indices(indices)
         path, order, _ = data.hellaswag_file()
         # lm-eval's config names train/validation splits; only validation is read at 0-shot.
         cfg = local_config("hellaswag", {"train": path, "validation": path})
-        logged = run_lm_eval(runner, [cfg], {"hellaswag": [order[i] for i in indices]}, self.num_fewshot)
+        logged = run_lm_eval(runner, [cfg], {"hellaswag": [order[i] for i in indices]}, self.num_fewshot, progress=progress)
         out = self._records(logged["hellaswag"], {("hellaswag", order[i]): i for i in indices}, "hellaswag", str)
         pos = {i: n for n, i in enumerate(indices)}
         return sorted(out, key=lambda r: pos[r["index"]])

@@ -83,7 +83,7 @@ class ToyChoice(Task):
     def num_samples_available(self, length):
         return 4
 
-    def evaluate_with_runner(self, runner, length, indices, seed, tokenizer):
+    def evaluate_with_runner(self, runner, length, indices, seed, tokenizer, progress=True):
         from harness.runners.base import LoglikelihoodRequest
 
         out = []

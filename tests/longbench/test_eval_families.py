@@ -101,7 +101,9 @@ def test_eval_ppl_end_to_end_with_a_length_no_document_reaches(run_dir, tmp_path
     monkeypatch.setenv(ppl.ENV_VAR, str(docs))
     out = tmp_path / "out"
     assert _eval(run_dir, out, "--suite", "ppl", "--lengths", "256,4k", "--samples", "2") == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert "ppl@256" not in captured.err  # the task's own bar obeys --no-progress
     recs = _records(out)
     assert sorted((r["length"], r["index"]) for r in recs) == [(256, 0), (256, 1)]  # 4K: planned out, nothing lost
     results = json.loads((out / "results.json").read_text())
