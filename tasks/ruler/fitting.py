@@ -6,13 +6,16 @@ the tokens the haystack adds, from per-tokenizer piece costs measured once and c
 `fit` renders one small version to learn the fixed part, solves model(n) for the budget,
 tokenizes the candidate once to verify, and moves by whole units only when the prediction
 missed. For tokenizers whose pre-tokenizer splits at unit boundaries (byte-level BPE) the
-prediction is exact, so a sample usually costs one tokenization of its final prompt.
+prediction is exact, so a sample usually costs one tokenization of its final prompt. Piece
+costs for such tokenizers are counted here from a Python pre-tokenization of ASCII text and cached
+per-pre-token counts (Counter._costs): the tokenizer's numbers at a fraction of an encode.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+import re
 from typing import Protocol
 
 import numpy as np
@@ -30,6 +33,27 @@ def np_rng(rng: random.Random) -> np.random.Generator:
     return np.random.default_rng(rng.getrandbits(64))
 
 
+# The byte-level BPE pre-tokenizer's pattern (tokenizers' ByteLevel with use_regex, GPT-2's
+# pattern), restricted to ASCII: there \p{L} is [A-Za-z], \p{N} is [0-9] and \s is [\t\n\v\f\r ].
+_BYTELEVEL_ASCII = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+""", re.ASCII)
+# the same, for texts joined by \x1c: a separator no other alternative takes (nor any fast text
+# holds), and whitespace at a text's end looks past it as at the end of a string
+_BYTELEVEL_JOINED = re.compile(
+    r"""\x1c|'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9\x1c]+|\s+(?![^\s\x1c])|\s+""", re.ASCII)
+_SEP = "\x1c"
+# ASCII texts the fast path leaves to the tokenizer: those holding the separators \x1c-\x1f
+# (whitespace to some regex engines and not to others) or an added token's text; non-ASCII texts
+# go there too
+_NOT_FAST = ["\x1c", "\x1d", "\x1e", "\x1f"]
+_SEP_COST = -(1 << 40)  # marks the separator among the per-pre-token counts
+_PROBE = (
+    "Some special magic numbers are hidden: 1234567, a-b, 8f3e1c2a-77d0-4b1e-9a2f-0c1d2e3f4a5b.\n"
+    "It's they're we've I'm you'll he'd 's 't  two  spaces\t\ttabs\n\n\nDocument 12:\nx \n y "
+    "!!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~ 0x1F 3.14 ... -- '' \r\n end  "
+    + "".join(chr(i) for i in range(128) if not 0x1C <= i <= 0x1F)
+)
+
+
 class Counter:
     """Token counts for one tokenizer: whole prompts (specials included) and cached pieces."""
 
@@ -38,21 +62,106 @@ class Counter:
         self.backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
         self._pieces: dict[str, int] = {}
         self.tables: dict = {}  # per-tokenizer tables the task families build once
+        self._fast = None  # None: not probed yet; False: off; else the byte map for ASCII
+        self._words: dict[str, int] = {}  # tokens of each pre-token (fast path)
+        self._needles = _NOT_FAST  # texts holding one of these go to the tokenizer (_needs_tokenizer)
+        self._needles_re = None  # the same as one pattern, for long lists
 
     def count(self, text: str) -> int:
-        return len(self.backend.encode(text, add_special_tokens=True).ids)
+        return len(self.backend.encode(text, add_special_tokens=True))  # len(): no list of ids
 
     def pieces(self, texts) -> list[int]:
         """Tokens of each text alone, without special tokens (cached; one batch for the misses)."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._pieces]
         if missing:
-            for t, enc in zip(missing, self.backend.encode_batch(missing, add_special_tokens=False)):
-                self._pieces[t] = len(enc.ids)
+            self._pieces.update(zip(missing, self._costs(missing)))
             if len(self._pieces) > 2_000_000:  # bound memory for very long runs; recomputed on demand
                 self._pieces.clear()
                 return self.pieces(texts)
         return [self._pieces[t] for t in texts]
 
+    # -- piece costs -----------------------------------------------------------------------------
+    def _costs(self, texts: list[str]) -> list[int]:
+        """Tokens of each text alone. For a byte-level BPE tokenizer (no normalizer, GPT-2
+        pre-tokenizer pattern) an ASCII text is split into pre-tokens here with the same pattern
+        and its count is the sum of cached per-pre-token counts: the same number the tokenizer
+        gives (its model runs on each pre-token alone), at a fraction of an encode's cost. Other
+        texts, and other tokenizers, go through the tokenizer."""
+        if self._fast is None:
+            self._fast = self._probe_fast()
+        out: list[int | None] = [None] * len(texts)
+        slow = list(range(len(texts)))
+        if self._fast:
+            needs_tokenizer = self._needs_tokenizer
+            fast = [i for i, t in enumerate(texts) if t.isascii()]
+            slow = [i for i, t in enumerate(texts) if not t.isascii()] if len(fast) < len(texts) else []
+            # (an added token's text across a join only costs this shortcut)
+            if needs_tokenizer("".join([texts[i] for i in fast])):
+                slow += [i for i in fast if needs_tokenizer(texts[i])]
+                fast = [i for i in fast if not needs_tokenizer(texts[i])]
+            if fast:
+                # one pass of the pattern over all the fast texts, \x1c-separated
+                split = _BYTELEVEL_JOINED.findall(_SEP.join([texts[i] for i in fast]))
+                words = self._words
+                new = [w for w in set(split) if w not in words]
+                if new:
+                    if len(words) > 1_000_000:  # bound memory; recomputed on demand
+                        words.clear()
+                        new = set(split)
+                    tokenize, table = self.backend.model.tokenize, self._fast
+                    for w in new:
+                        words[w] = len(tokenize(w.translate(table))) if w != _SEP else _SEP_COST
+                vals = np.fromiter(map(words.__getitem__, split), dtype=np.int64, count=len(split))
+                seps = np.flatnonzero(vals == _SEP_COST)
+                cum = cumulative(np.where(vals == _SEP_COST, 0, vals))
+                totals = cum[np.append(seps, len(vals))] - cum[np.concatenate([[0], seps + 1])]
+                for i, v in zip(fast, totals.tolist()):
+                    out[i] = v
+        if slow:
+            encs = self.backend.encode_batch([texts[i] for i in slow], add_special_tokens=False)
+            for i, enc in zip(slow, encs):
+                out[i] = len(enc.ids)
+        return out
+
+    def _needs_tokenizer(self, text: str) -> bool:
+        """Whether an ASCII text holds a separator \\x1c-\\x1f or an added token's text."""
+        if len(self._needles) <= 64:
+            return any(n in text for n in self._needles)  # substring scans: faster than a regex here
+        if self._needles_re is None:
+            self._needles_re = re.compile("|".join(re.escape(n) for n in sorted(self._needles, key=len, reverse=True)))
+        return self._needles_re.search(text) is not None
+
+    def _probe_fast(self):
+        """The ASCII byte map when the fast path applies to this tokenizer (checked on a probe
+        text against the tokenizer itself), else False."""
+        b = self.backend
+        try:
+            pt, model = b.pre_tokenizer, b.model
+            if (b.normalizer is not None or type(pt).__name__ != "ByteLevel" or not pt.use_regex
+                    or pt.add_prefix_space or type(model).__name__ != "BPE" or model.dropout):
+                return False
+            # the byte-to-unicode map of ByteLevel, read off the tokenizer for each ASCII char
+            table = {}
+            for i in range(128):
+                mapped = pt.pre_tokenize_str(chr(i))
+                if len(mapped) != 1 or len(mapped[0][0]) != 1:
+                    return False
+                table[i] = mapped[0][0]
+            if [w.translate(table) for w in _BYTELEVEL_ASCII.findall(_PROBE)] != [w for w, _ in pt.pre_tokenize_str(_PROBE)]:
+                return False
+            # the tokenizer splits added tokens (specials) off before pre-tokenizing
+            self._needles = _NOT_FAST + sorted({t.content for t in b.get_added_tokens_decoder().values() if t.content})
+            self._needles_re = None
+            if self._needs_tokenizer(_PROBE):
+                return False
+            probe_lines = _PROBE.split("\n")
+            self._fast = table
+            fast = self._costs(probe_lines + [_PROBE])
+            exact = [len(e.ids) for e in b.encode_batch(probe_lines + [_PROBE], add_special_tokens=False)]
+            self._words.clear()
+            return table if fast == exact else False
+        except Exception:  # an unusual tokenizer object: the tokenizer path is always right
+            return False
 
     def joined_costs(self, texts: list[str]) -> np.ndarray:
         """Tokens of each text as it sits in a run of such texts, from ONE encode of their
@@ -121,7 +230,8 @@ def _solve(plan: Plan, offset: float, budget: int, hi_hint: int) -> int:
         return hi
     # vectorised search: evaluate a grid, then bisect inside the cell
     while hi - lo > 1:
-        grid = np.unique(np.linspace(lo, hi, num=min(64, hi - lo + 1)).astype(np.int64))
+        grid = np.linspace(lo, hi, num=min(64, hi - lo + 1)).astype(np.int64)
+        grid = grid[np.concatenate(([True], grid[1:] != grid[:-1]))]  # sorted: np.unique without its import of numpy.ma
         ok = offset + plan.model(grid) <= budget
         good = grid[ok]
         bad = grid[~ok]

@@ -241,17 +241,20 @@ class NiahPlan:
 
     def _extend(self, n: int) -> None:
         """Draw distractor needles up to n (a fixed stream) and their token costs."""
-        while len(self.distractors) < n:
-            block = self._block(self._blocks)
+        if len(self.distractors) >= n:
+            return
+        block: list[tuple[str, str, str]] = []  # the blocks this call needs, costed in one batch
+        while len(self.distractors) + len(block) < n:
+            block += self._block(self._blocks)
             self._blocks += 1
-            pieces = [p for _, k, v in block for p in (k, v)]
-            costs = np.asarray(self.counter.pieces(pieces), dtype=np.int64).reshape(-1, 2).sum(axis=1)
-            if self._dbase is None:
-                # tokens of "\n<needle>" in context beyond its key and value pieces
-                whole, noise_alone = self.counter.pieces(["\n".join([T.NOISE, block[0][0]]), T.NOISE])
-                self._dbase = whole - noise_alone - int(costs[0])
-            self.distractors += [needle for needle, _, _ in block]
-            self._dcum = np.concatenate([self._dcum, self._dcum[-1] + np.cumsum(costs + self._dbase)])
+        pieces = [p for _, k, v in block for p in (k, v)]
+        costs = np.asarray(self.counter.pieces(pieces), dtype=np.int64).reshape(-1, 2).sum(axis=1)
+        if self._dbase is None:
+            # tokens of "\n<needle>" in context beyond its key and value pieces
+            whole, noise_alone = self.counter.pieces(["\n".join([T.NOISE, block[0][0]]), T.NOISE])
+            self._dbase = whole - noise_alone - int(costs[0])
+        self.distractors += [needle for needle, _, _ in block]
+        self._dcum = np.concatenate([self._dcum, self._dcum[-1] + np.cumsum(costs + self._dbase)])
 
     def guess(self, tokens_left: float) -> int:
         if self.cfg.haystack == "needle":

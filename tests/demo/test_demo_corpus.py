@@ -1,0 +1,92 @@
+"""The demo base model's corpus (training/demo_corpus.py): deterministic, and apart from RULER's samples."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from training import demo_corpus as dc
+
+NEEDLE_RE = re.compile(r"One of the special magic (\w+) for (\S+) is: (\S+)\.")
+QUESTION_RE = re.compile(r"The special magic (\w+) for (\S+) mentioned in the provided text is (\S+)\.")
+
+
+def _docs(n=400, seed=0, **kw):
+    return list(dc.documents(n, seed=seed, **kw))
+
+
+def test_same_seed_same_corpus_and_hash(tmp_path):
+    assert _docs(seed=5) == _docs(seed=5)
+    assert _docs(seed=5) != _docs(seed=6)
+    h1 = dc.write(tmp_path / "a.jsonl", 200, seed=1, short_share=0.5)
+    h2 = dc.write(tmp_path / "b.jsonl", 200, seed=1, short_share=0.5)
+    assert h1 == h2 and (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    lines = (tmp_path / "a.jsonl").read_text().splitlines()
+    assert len(lines) == 200 and {json.loads(x)["kind"] for x in lines} == {"facts", "dense", "chain"}
+
+
+def test_every_recall_answers_a_stated_fact():
+    asked = 0
+    for doc in _docs(600, seed=2):
+        if doc["kind"] == "chain":
+            continue
+        facts = {(m.group(2), m.group(3)) for m in NEEDLE_RE.finditer(doc["text"])}
+        for m in QUESTION_RE.finditer(doc["text"]):
+            assert (m.group(2), m.group(3)) in facts, doc["text"][-300:]
+            asked += 1
+        assert doc["text"].rstrip().endswith(".")
+    assert asked > 300
+
+
+def test_chain_answer_lists_the_chain_in_order():
+    chains = [d["text"] for d in _docs(300, seed=3) if d["kind"] == "chain"]
+    assert chains
+    for text in chains:
+        assigned = re.findall(r"^VAR (\w+) = ", text, flags=re.M)
+        answer = text.rsplit("they are: ", 1)[1].split()
+        assert answer == assigned
+        assert all(len(name) in (4, 6) for name in answer)  # RULER's vt uses 5 (query) and 3 (example)
+
+
+def test_word_keys_are_never_ruler_keys():
+    keys = {m.group(2) for d in _docs(1500, seed=1) for m in NEEDLE_RE.finditer(d["text"])}
+    word_keys = {k for k in keys if not re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", k)}
+    assert len(word_keys) > 1000
+    assert not any(dc.is_ruler_word_key(k) for k in word_keys)
+
+
+def test_no_key_of_the_demo_eval_samples_is_in_the_corpus(tmp_path):
+    """The keys of the RULER samples the demo evaluates (seed 42, 1K) never occur in the corpus."""
+    from harness.embedded import default_tokenizer_dir
+    from tasks.generate import generate_samples
+    from tasks.registry import get_task
+    from tasks.tokenization import load_tokenizer
+
+    tok = load_tokenizer(str(default_tokenizer_dir()))
+    eval_keys, eval_names = set(), set()
+    for name in ("niah_single_1", "niah_multikey_2", "vt"):
+        for s in generate_samples(get_task(name), 1024, range(8), tok, seed=42, cache_dir=False):
+            eval_keys |= {m.group(2) for m in NEEDLE_RE.finditer(s.input)}
+            eval_names |= set(re.findall(r"VAR (\w+) =", s.input))
+    assert eval_keys and eval_names
+    ruler_word_keys = {k for k in eval_keys if "-" in k and len(k) < 36}
+    assert ruler_word_keys and all(dc.is_ruler_word_key(k) for k in ruler_word_keys)  # the check can fail
+    text = "\n".join(d["text"] for d in _docs(2000, seed=1, short_share=0.6))
+    corpus_keys = {m.group(2) for m in NEEDLE_RE.finditer(text)}
+    corpus_names = set(re.findall(r"VAR (\w+) =", text))
+    assert not eval_keys & corpus_keys
+    assert not eval_names & corpus_names
+
+
+@pytest.mark.parametrize("argv", [["--num-docs", "0"], ["--min-lines", "50"], ["--short-share", "2"]])
+def test_cli_rejects_bad_arguments(tmp_path, argv):
+    with pytest.raises(SystemExit) as exc:
+        dc.main([str(tmp_path / "c.jsonl"), *argv])
+    assert exc.value.code == 2
+
+
+def test_cli_writes_and_prints_hash(tmp_path, capsys):
+    assert dc.main([str(tmp_path / "c.jsonl"), "--num-docs", "30", "--seed", "4"]) == 0
+    assert re.search(r"wrote 30 documents .* \(sha256 [0-9a-f]{16}\)", capsys.readouterr().out)

@@ -1,0 +1,248 @@
+"""The demo base model's pretraining corpus: documents that state facts in filler text and recall them later.
+
+    python -m training.demo_corpus OUT.jsonl --num-docs 20000 --seed 1 --max-lines 40 --short-share 0.6
+
+Deterministic by seed: the same arguments write the same file on any machine (the printed sha256
+is what a trained model records as its corpus). One ``{"text": ..., "kind": ...}`` per line.
+
+What a document looks like (the skills RULER measures, in miniature):
+
+- ``facts``: a header, filler lines (mostly RULER's noise sentence, sometimes other short sentences),
+  1-6 key/value statements ("One of the special magic numbers for stone-lamp is: 4829301.") at
+  random lines, then one to three questions, each followed by its answer prefix and the value.
+- ``dense``: the haystack is made only of key/value statements (like niah_multikey_2/3), then questions.
+- ``copy``: a list of keys, numbers and names, then the same list again (induction practice).
+- ``chain``: variable assignments ``VAR ABCD = 12345``, ``VAR EFGHIJ = VAR ABCD`` spread over
+  filler, then the question and every variable of the chain in order (like vt).
+
+How it stays apart from the evaluation samples (RULER generators in tasks/ruler/):
+
+- its own random stream (``random.Random(f"demo-corpus:{seed}")``), never tasks.ruler.fitting's;
+- keys are ``word-noun`` pairs that are NOT ``adjective-noun`` pairs: RULER's word keys are exactly
+  the adjective-noun pairs (tasks/data/words.py), so no key string can be shared (checked by
+  `is_ruler_word_key` on every key);
+- chain variables have 4 or 6 capital letters; RULER's vt uses 5 (query) and 3 (in-context example);
+- uuids are fresh random 128-bit values (as RULER's, but from this stream).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import string
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+
+NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
+OTHER_FILLER = [
+    "The river is wide. The hill is steep. The road is long. On we go.",
+    "The tea is warm. The room is quiet. The clock is slow. Here we sit.",
+    "The wind is cold. The snow is white. The night is dark. Home we go.",
+]
+NEEDLE = "One of the special magic {kind} for {key} is: {value}."
+KINDS = {"numbers": 0.6, "words": 0.15, "uuids": 0.25}
+
+# Shares of document types (facts in noise / facts as the whole haystack / variable chains).
+TYPES = {"facts": 0.5, "dense": 0.3, "chain": 0.2}
+
+
+@lru_cache(maxsize=None)
+def _lists() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    from tasks.data.words import adjectives, nouns, word_list
+
+    return adjectives(), nouns(), word_list("verblist.txt")
+
+
+@lru_cache(maxsize=None)
+def _adj_noun_sets() -> tuple[frozenset, frozenset]:
+    adj, noun, _ = _lists()
+    return frozenset(adj), frozenset(noun)
+
+
+def is_ruler_word_key(key: str) -> bool:
+    """Whether `key` is an adjective-noun pair, i.e. in the space RULER draws niah word keys from."""
+    adj, noun = _adj_noun_sets()
+    return any(key[:i] in adj and key[i + 1:] in noun for i, ch in enumerate(key) if ch == "-")
+
+
+@lru_cache(maxsize=None)
+def _first_words() -> tuple[str, ...]:
+    """First halves of corpus keys: nouns and verbs that are not adjectives (simple words only)."""
+    adj, noun, verb = _lists()
+    return tuple(sorted(w for w in set(noun) | set(verb) if w not in adj and w.isalpha()))
+
+
+@lru_cache(maxsize=None)
+def _second_words() -> tuple[str, ...]:
+    _, noun, _ = _lists()
+    return tuple(w for w in noun if w.isalpha())
+
+
+def word_key(rng: random.Random) -> str:
+    while True:
+        key = f"{rng.choice(_first_words())}-{rng.choice(_second_words())}"
+        if not is_ruler_word_key(key):
+            return key
+
+
+def uuid_value(rng: random.Random) -> str:
+    import uuid
+
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def value_of(kind: str, rng: random.Random) -> str:
+    if kind == "numbers":
+        return str(rng.randint(10**6, 10**7 - 1))
+    if kind == "words":
+        return word_key(rng)
+    return uuid_value(rng)
+
+
+def _pick(rng: random.Random, shares: dict[str, float]) -> str:
+    return rng.choices(list(shares), weights=list(shares.values()))[0]
+
+
+def _filler(rng: random.Random, n: int) -> list[str]:
+    # Mostly RULER's noise line (the haystack the eval uses); a few other lines so the model does not
+    # key on one sentence.
+    return [NOISE if rng.random() < 0.85 else rng.choice(OTHER_FILLER) for _ in range(n)]
+
+
+def _questions(kind: str, keys: list[str], values: dict[str, str], rng: random.Random) -> str:
+    singular = kind[:-1]
+    asked = rng.sample(keys, min(len(keys), rng.choice([1, 1, 2, 3])))
+    parts = []
+    for key in asked:
+        parts.append(f"What is the special magic {singular} for {key} mentioned in the provided text?"
+                     f" The special magic {singular} for {key} mentioned in the provided text is {values[key]}.")
+    return "\n".join(parts)
+
+
+def _header(kind: str, many: bool) -> str:
+    if many:
+        return (f"Some special magic {kind} are hidden within the following text. Make sure to memorize it. "
+                f"I will quiz you about the {kind} afterwards.")
+    singular = kind[:-1]
+    return (f"A special magic {singular} is hidden within the following text. Make sure to memorize it. "
+            f"I will quiz you about the {singular} afterwards.")
+
+
+def facts_doc(rng: random.Random, max_lines: int) -> str:
+    kind = _pick(rng, KINDS)
+    n_keys = rng.choice([1, 1, 2, 3, 4, 6])
+    keys = [uuid_value(rng) if kind == "uuids" and rng.random() < 0.5 else word_key(rng) for _ in range(n_keys)]
+    values = {k: value_of(kind, rng) for k in keys}
+    lines = _filler(rng, rng.randint(1, max_lines))
+    for key in keys:
+        lines.insert(rng.randint(0, len(lines)), NEEDLE.format(kind=kind, key=key, value=values[key]))
+    return _header(kind, n_keys > 1 and rng.random() < 0.5) + "\n" + "\n".join(lines) + "\n" + _questions(kind, keys, values, rng)
+
+
+def dense_doc(rng: random.Random, max_lines: int) -> str:
+    kind = "uuids" if rng.random() < 0.35 else "numbers"
+    n_keys = rng.randint(2, max(2, max_lines // 2))
+    keys = [uuid_value(rng) if kind == "uuids" else word_key(rng) for _ in range(n_keys)]
+    values = {k: value_of(kind, rng) for k in keys}
+    lines = [NEEDLE.format(kind=kind, key=k, value=values[k]) for k in keys]
+    return _header(kind, False) + "\n" + "\n".join(lines) + "\n" + _questions(kind, keys, values, rng)
+
+
+def copy_doc(rng: random.Random, max_lines: int) -> str:
+    """A list of keys and values, then the same list again: every token of the repeat is a recall
+    (the cheapest way to grow the induction heads that the fact documents need)."""
+    items = []
+    for _ in range(rng.randint(3, max(3, 2 * max_lines))):
+        r = rng.random()
+        items.append(word_key(rng) if r < 0.5 else str(rng.randint(10**6, 10**7 - 1)) if r < 0.8 else _var_name(rng))
+    sep = rng.choice([" ", ", ", "\n"])
+    listing = sep.join(items)
+    return f"Here is a list to memorize.\n{listing}\nRepeat the list.\n{listing}"
+
+
+def _var_name(rng: random.Random) -> str:
+    return "".join(rng.choices(string.ascii_uppercase, k=rng.choice([4, 6])))
+
+
+def chain_doc(rng: random.Random, max_lines: int) -> str:
+    hops = rng.randint(1, 5)
+    names: list[str] = []
+    while len(names) < hops:
+        name = _var_name(rng)
+        if name not in names:
+            names.append(name)
+    value = str(rng.randint(10000, 99998))
+    chain = [f"VAR {names[0]} = {value}"] + [f"VAR {names[j + 1]} = VAR {names[j]} " for j in range(hops - 1)]
+    lines = _filler(rng, rng.randint(len(chain), max(len(chain), max_lines)))
+    positions = sorted(rng.sample(range(len(lines) + len(chain)), len(chain)))
+    for pos, line in zip(positions, chain):
+        lines.insert(pos, line)
+    return ("Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n"
+            + "\n".join(lines) + "\n"
+            + f"Question: Find all variables that are assigned the value {value} in the text above."
+            + f" Answer: According to the chain(s) of variable assignment in the text above, {hops} variables are "
+            + f"assigned the value {value}, they are: " + " ".join(names))
+
+
+def documents(num_docs: int, seed: int = 0, max_lines: int = 40, min_lines: int | None = None,
+              short_share: float = 0.0, short_lines: int = 6, copy_share: float = 0.0) -> Iterator[dict]:
+    """`num_docs` documents; filler lines per document up to `max_lines` (about 25 tokens each).
+
+    With `min_lines`, the line budget of each document is drawn from [min_lines, max_lines]
+    (longer distances between a fact and its recall). A `short_share` of the documents get at most
+    `short_lines` lines instead: short documents carry many recall events per token, the easy end
+    of the curriculum. A `copy_share` of the documents are `copy_doc` lists repeated verbatim.
+    """
+    rng = random.Random(f"demo-corpus:{seed}")
+    makers = {"facts": facts_doc, "dense": dense_doc, "chain": chain_doc, "copy": copy_doc}
+    types = dict(TYPES)
+    if copy_share:
+        types = {k: v * (1 - copy_share) for k, v in TYPES.items()} | {"copy": copy_share}
+    for _ in range(num_docs):
+        kind = _pick(rng, types)
+        if short_share and rng.random() < short_share:
+            budget = short_lines
+        else:
+            budget = rng.randint(min_lines, max_lines) if min_lines else max_lines
+        yield {"text": makers[kind](rng, budget), "kind": kind}
+
+
+def write(path: str | Path, num_docs: int, seed: int = 0, max_lines: int = 40, min_lines: int | None = None,
+          short_share: float = 0.0, short_lines: int = 6, copy_share: float = 0.0) -> str:
+    """Write the corpus as JSONL; returns the sha256 of the file (first 16 hex digits)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256()
+    with path.open("w", encoding="utf-8") as f:
+        for doc in documents(num_docs, seed, max_lines, min_lines, short_share, short_lines, copy_share):
+            line = json.dumps(doc, ensure_ascii=False) + "\n"
+            h.update(line.encode())
+            f.write(line)
+    return h.hexdigest()[:16]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out")
+    p.add_argument("--num-docs", type=int, default=20000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-lines", type=int, default=40)
+    p.add_argument("--min-lines", type=int)
+    p.add_argument("--short-share", type=float, default=0.0, help="share of documents with at most --short-lines lines")
+    p.add_argument("--short-lines", type=int, default=6)
+    p.add_argument("--copy-share", type=float, default=0.0, help="share of copy documents (a list, then the list again)")
+    a = p.parse_args(argv)
+    if a.num_docs < 1 or a.max_lines < 1 or (a.min_lines is not None and not 1 <= a.min_lines <= a.max_lines):
+        p.error("--num-docs and --max-lines must be >= 1 and 1 <= --min-lines <= --max-lines")
+    if not 0 <= a.short_share <= 1 or not 0 <= a.copy_share < 1 or a.short_lines < 1:
+        p.error("--short-share must lie in [0, 1], --copy-share in [0, 1) and --short-lines be >= 1")
+    digest = write(a.out, a.num_docs, a.seed, a.max_lines, a.min_lines, a.short_share, a.short_lines, a.copy_share)
+    print(f"wrote {a.num_docs} documents to {a.out} (sha256 {digest})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
