@@ -35,9 +35,9 @@ def np_rng(rng: random.Random) -> np.random.Generator:
 
 # The byte-level BPE pre-tokenizer's pattern (tokenizers' ByteLevel with use_regex, GPT-2's
 # pattern), restricted to ASCII: there \p{L} is [A-Za-z], \p{N} is [0-9] and \s is [\t\n\v\f\r ].
-_BYTELEVEL_ASCII = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+""", re.ASCII)
-# the same, for texts joined by \x1c: a separator no other alternative takes (nor any fast text
-# holds), and whitespace at a text's end looks past it as at the end of a string
+# It runs over many texts joined by \x1c: a separator no other alternative takes (nor any fast text
+# holds), and whitespace at a text's end looks past it as at the end of a string; on one text
+# without \x1c it is GPT-2's pattern.
 _BYTELEVEL_JOINED = re.compile(
     r"""\x1c|'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9\x1c]+|\s+(?![^\s\x1c])|\s+""", re.ASCII)
 _SEP = "\x1c"
@@ -147,7 +147,7 @@ class Counter:
                 if len(mapped) != 1 or len(mapped[0][0]) != 1:
                     return False
                 table[i] = mapped[0][0]
-            if [w.translate(table) for w in _BYTELEVEL_ASCII.findall(_PROBE)] != [w for w, _ in pt.pre_tokenize_str(_PROBE)]:
+            if [w.translate(table) for w in _BYTELEVEL_JOINED.findall(_PROBE)] != [w for w, _ in pt.pre_tokenize_str(_PROBE)]:
                 return False
             # the tokenizer splits added tokens (specials) off before pre-tokenizing
             self._needles = _NOT_FAST + sorted({t.content for t in b.get_added_tokens_decoder().values() if t.content})
