@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.errors import UserError, require_at_least
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = REPO_ROOT / "assets" / "demo-base"
@@ -76,12 +76,10 @@ def validate(cfg: DemoConfig) -> tuple[list[int], list[str]]:
     from tasks.lengths import parse_lengths
     from tasks.registry import resolve_tasks
 
-    for flag, value, low in (("--window", cfg.window, 16), ("--steps", cfg.steps, 1), ("--save-every", cfg.save_every, 1),
-                             ("--keep-last", cfg.keep_last, 1), ("--batch-size", cfg.batch_size, 1),
-                             ("--samples", cfg.samples, 1), ("--corpus-docs", cfg.corpus_docs, 1),
-                             ("--eval-batch-size", cfg.eval_batch_size, 1), ("--warmup", cfg.warmup, 0)):
-        if value < low:
-            raise UserError(f"{flag} {value} must be at least {low}")
+    require_at_least((("--window", cfg.window, 16), ("--steps", cfg.steps, 1), ("--save-every", cfg.save_every, 1),
+                      ("--keep-last", cfg.keep_last, 1), ("--batch-size", cfg.batch_size, 1),
+                      ("--samples", cfg.samples, 1), ("--corpus-docs", cfg.corpus_docs, 1),
+                      ("--eval-batch-size", cfg.eval_batch_size, 1), ("--warmup", cfg.warmup, 0)))
     saves = cfg.steps // cfg.save_every
     if saves < cfg.keep_last:
         raise UserError(f"--steps {cfg.steps} with --save-every {cfg.save_every} saves {saves} checkpoint(s), fewer than "

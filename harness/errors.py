@@ -19,3 +19,10 @@ class MissingExtra(UserError):
 
     def __init__(self, feature: str, install: str):
         super().__init__(f"{feature} needs an optional dependency: install it with `{install}`")
+
+
+def require_at_least(checks) -> None:
+    """Raise a UserError for the first (flag, value, lowest) whose value is below lowest."""
+    for flag, value, low in checks:
+        if value < low:
+            raise UserError(f"{flag} {value} must be at least {low}")

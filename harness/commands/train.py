@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.errors import UserError
+from harness.errors import UserError, require_at_least
 from training.config import DTYPES, KERNEL_CHOICES, MODES  # dataclasses only: keeps --help light
 
 HELP = "continue pretraining a causal LM on packed long windows (anchor, intradoc, full attention)"
@@ -68,11 +68,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def job_from_args(args):
     from training.config import CheckpointConfig, DataConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TrainJob
 
-    for flag, value, low in (("--steps", args.steps, 1), ("--window", args.window, 16), ("--batch-size", args.batch_size, 1),
-                             ("--grad-accum", args.grad_accum, 1), ("--save-every", args.save_every, 1),
-                             ("--keep-last", args.keep_last, 0), ("--warmup", args.warmup, 0), ("--sp", args.sp, 1)):
-        if value < low:
-            raise UserError(f"{flag} {value} must be at least {low}")
+    require_at_least((("--steps", args.steps, 1), ("--window", args.window, 16), ("--batch-size", args.batch_size, 1),
+                      ("--grad-accum", args.grad_accum, 1), ("--save-every", args.save_every, 1),
+                      ("--keep-last", args.keep_last, 0), ("--warmup", args.warmup, 0), ("--sp", args.sp, 1)))
     if args.save_state_every is not None and args.save_state_every < 1:
         raise UserError(f"--save-state-every {args.save_state_every} must be at least 1")
     if args.interleave_chunks is not None and args.interleave_chunks < 1:
