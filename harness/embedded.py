@@ -44,10 +44,8 @@ def _training_text() -> list[str]:
 
 def build_tokenizer(out_dir: str | Path, vocab_size: int = DEFAULT_VOCAB) -> Path:
     """A byte-level BPE tokenizer that prepends BOS, saved as a Hugging Face tokenizer dir."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    out_dir = Path(out_dir)
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -56,6 +54,15 @@ def build_tokenizer(out_dir: str | Path, vocab_size: int = DEFAULT_VOCAB) -> Pat
         show_progress=False,
     )
     tok.train_from_iterator(_training_text(), trainer=trainer)
+    return save_with_bos(tok, out_dir)
+
+
+def save_with_bos(tok, out_dir: str | Path) -> Path:
+    """Save a trained `tokenizers.Tokenizer` (with SPECIALS) as a Hugging Face dir that prepends BOS."""
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    out_dir = Path(out_dir)
     tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", tok.token_to_id("<s>"))])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
     fast.model_max_length = 1 << 30

@@ -12,6 +12,8 @@ What a document looks like (the skills RULER measures, in miniature):
   random lines, then one to three questions, each followed by its answer prefix and the value.
 - ``dense``: the haystack is made only of key/value statements (like niah_multikey_2/3), then questions.
 - ``copy``: a list of keys, numbers and names, then the same list again (induction practice).
+- ``repeat``: one random string of 30-60 letters and digits written 2-4 times: after its first copy
+  every character is predictable only by looking back (the purest signal for growing induction heads).
 - ``chain``: variable assignments ``VAR ABCD = 12345``, ``VAR EFGHIJ = VAR ABCD`` spread over
   filler, then the question and every variable of the chain in order (like vt).
 
@@ -163,6 +165,15 @@ def copy_doc(rng: random.Random, max_lines: int) -> str:
     return f"Here is a list to memorize.\n{listing}\nRepeat the list.\n{listing}"
 
 
+def repeat_doc(rng: random.Random, max_lines: int) -> str:
+    # Long strings over 62 symbols, written 2-4 times: guessing "some symbol seen before" is worth
+    # little here, so the gradient favours true copying, and a 2-layer model grows its induction
+    # heads after a few hundred steps (strings of 4-24 symbols from one small alphabet gave no
+    # copying in 2000 steps: the in-context-unigram shortcut was nearly as good).
+    item = "".join(rng.choices(string.ascii_letters + string.digits, k=rng.randint(30, 60)))
+    return rng.choice([" ", "\n", " | "]).join([item] * rng.randint(2, 4))
+
+
 def _var_name(rng: random.Random) -> str:
     return "".join(rng.choices(string.ascii_uppercase, k=rng.choice([4, 6])))
 
@@ -188,19 +199,22 @@ def chain_doc(rng: random.Random, max_lines: int) -> str:
 
 
 def documents(num_docs: int, seed: int = 0, max_lines: int = 40, min_lines: int | None = None,
-              short_share: float = 0.0, short_lines: int = 6, copy_share: float = 0.0) -> Iterator[dict]:
+              short_share: float = 0.0, short_lines: int = 6, copy_share: float = 0.0,
+              repeat_share: float = 0.0) -> Iterator[dict]:
     """`num_docs` documents; filler lines per document up to `max_lines` (about 25 tokens each).
 
     With `min_lines`, the line budget of each document is drawn from [min_lines, max_lines]
     (longer distances between a fact and its recall). A `short_share` of the documents get at most
     `short_lines` lines instead: short documents carry many recall events per token, the easy end
-    of the curriculum. A `copy_share` of the documents are `copy_doc` lists repeated verbatim.
+    of the curriculum. A `copy_share` of the documents are `copy_doc` lists repeated verbatim, a
+    `repeat_share` are `repeat_doc` strings.
     """
     rng = random.Random(f"demo-corpus:{seed}")
-    makers = {"facts": facts_doc, "dense": dense_doc, "chain": chain_doc, "copy": copy_doc}
+    makers = {"facts": facts_doc, "dense": dense_doc, "chain": chain_doc, "copy": copy_doc, "repeat": repeat_doc}
     types = dict(TYPES)
-    if copy_share:
-        types = {k: v * (1 - copy_share) for k, v in TYPES.items()} | {"copy": copy_share}
+    if copy_share or repeat_share:
+        rest = 1 - copy_share - repeat_share
+        types = {k: v * rest for k, v in TYPES.items()} | {"copy": copy_share, "repeat": repeat_share}
     for _ in range(num_docs):
         kind = _pick(rng, types)
         if short_share and rng.random() < short_share:
@@ -211,13 +225,13 @@ def documents(num_docs: int, seed: int = 0, max_lines: int = 40, min_lines: int 
 
 
 def write(path: str | Path, num_docs: int, seed: int = 0, max_lines: int = 40, min_lines: int | None = None,
-          short_share: float = 0.0, short_lines: int = 6, copy_share: float = 0.0) -> str:
+          short_share: float = 0.0, short_lines: int = 6, copy_share: float = 0.0, repeat_share: float = 0.0) -> str:
     """Write the corpus as JSONL; returns the sha256 of the file (first 16 hex digits)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256()
     with path.open("w", encoding="utf-8") as f:
-        for doc in documents(num_docs, seed, max_lines, min_lines, short_share, short_lines, copy_share):
+        for doc in documents(num_docs, seed, max_lines, min_lines, short_share, short_lines, copy_share, repeat_share):
             line = json.dumps(doc, ensure_ascii=False) + "\n"
             h.update(line.encode())
             f.write(line)
@@ -234,12 +248,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--short-share", type=float, default=0.0, help="share of documents with at most --short-lines lines")
     p.add_argument("--short-lines", type=int, default=6)
     p.add_argument("--copy-share", type=float, default=0.0, help="share of copy documents (a list, then the list again)")
+    p.add_argument("--repeat-share", type=float, default=0.0, help="share of repeat documents (one random string several times)")
     a = p.parse_args(argv)
     if a.num_docs < 1 or a.max_lines < 1 or (a.min_lines is not None and not 1 <= a.min_lines <= a.max_lines):
         p.error("--num-docs and --max-lines must be >= 1 and 1 <= --min-lines <= --max-lines")
-    if not 0 <= a.short_share <= 1 or not 0 <= a.copy_share < 1 or a.short_lines < 1:
-        p.error("--short-share must lie in [0, 1], --copy-share in [0, 1) and --short-lines be >= 1")
-    digest = write(a.out, a.num_docs, a.seed, a.max_lines, a.min_lines, a.short_share, a.short_lines, a.copy_share)
+    if (not 0 <= a.short_share <= 1 or a.copy_share < 0 or a.repeat_share < 0 or a.copy_share + a.repeat_share >= 1
+            or a.short_lines < 1):
+        p.error("--short-share must lie in [0, 1], --copy-share and --repeat-share be >= 0 with a sum below 1, "
+                "and --short-lines be >= 1")
+    digest = write(a.out, a.num_docs, a.seed, a.max_lines, a.min_lines, a.short_share, a.short_lines, a.copy_share,
+                   a.repeat_share)
     print(f"wrote {a.num_docs} documents to {a.out} (sha256 {digest})")
     return 0
 
