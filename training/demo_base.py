@@ -3,8 +3,8 @@
     python -m training.demo_base OUT_DIR --layers 2 --hidden 128 --heads 8 --max-len 8192
 
 The pretraining itself is the project's own `harness train` on training/demo_corpus.py documents;
-scripts/pretrain_demo_base.sh runs the whole recipe, still under test: no assets/demo-base ships yet
-(README, limitations).
+scripts/pretrain_demo_base.sh runs the whole recipe and reproduces the shipped assets/demo-base
+(its PROVENANCE.md has the stages, corpus hashes and scores).
 
 Why a small tokenizer of its own: a tiny model learns to look back and copy (induction) far sooner
 when every digit and letter of a key or value is one frequent token than when a 4096-word BPE cuts

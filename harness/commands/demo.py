@@ -1,10 +1,10 @@
 """`harness demo`: the paper's experiment in miniature, train -> evaluate -> leaderboard, in one command.
 
-    harness demo --model DIR                    # CPU: a small Llama checkpoint, 2K window
-    harness demo --model DIR --steps 4 --save-every 2 --keep-last 2 --lengths 1k --samples 2   # a quick look
+    harness demo                                # CPU: the shipped base model, 2K window
+    harness demo --steps 4 --save-every 2 --keep-last 2 --lengths 1k --samples 2   # a quick look
 
-Continues the base model (default assets/demo-base, not shipped yet: README limitations) twice from the same weights, with full
-attention and with AnchorAttention, evaluates the base model and the last checkpoints of both runs
+Continues the base model (default assets/demo-base, pretrained at 512/1K windows by
+scripts/pretrain_demo_base.sh) twice from the same weights, with full attention and with AnchorAttention, evaluates the base model and the last checkpoints of both runs
 on RULER tasks that need no data, and renders the HTML leaderboard (anchor minus full). The flags
 scale it to a real run (harness/demo.py has the GPU-scale invocation); the orchestration is harness/demo.py.
 """
@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     d = DemoConfig()
     g = p.add_argument_group("model and data")
-    g.add_argument("--model", default=d.model, help="base model: save_pretrained directory or hub name (default: assets/demo-base, not shipped yet: README limitations)")
+    g.add_argument("--model", default=d.model, help="base model: save_pretrained directory or hub name (default: the shipped assets/demo-base)")
     g.add_argument("--data", help="continued-pretraining jsonl/parquet files, comma-separated (default: generate the demo corpus)")
     g.add_argument("--corpus-docs", type=int, default=d.corpus_docs, metavar="N", help=f"documents in the generated corpus (default {d.corpus_docs})")
     g.add_argument("--out", default=d.out, metavar="DIR", help=f"everything goes here: data/, runs/, results/, leaderboard/ (default {d.out})")
