@@ -62,8 +62,14 @@ def _write_kwargs(args: str) -> dict:
     return {flag[2:].replace("-", "_"): float(v) if "." in v else int(v) for flag, v in zip(tokens[::2], tokens[1::2])}
 
 
+@pytest.fixture(scope="module")
+def random_base(tmp_path_factory):
+    """The script's initial weights: same tokenizer and shape as the shipped model, no training."""
+    return demo_base.build_initial_model(tmp_path_factory.mktemp("init"), layers=2, hidden=128, heads=8,
+                                         max_len=8192, seed=0)
+
+
 @pytest.mark.parametrize("task", ["niah_single_1", "vt"])
-def test_shipped_base_retrieves_at_1k_and_a_random_model_does_not(tmp_path, task):
+def test_shipped_base_retrieves_at_1k_and_a_random_model_does_not(tmp_path, random_base, task):
     assert _score(tmp_path, DEFAULT_MODEL, task, samples=8) > 0
-    init = demo_base.build_initial_model(tmp_path / "init", layers=2, hidden=128, heads=8, max_len=8192, seed=0)
-    assert _score(tmp_path, init, task, samples=8) == 0
+    assert _score(tmp_path, random_base, task, samples=8) == 0
