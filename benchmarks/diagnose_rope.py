@@ -54,9 +54,17 @@ def build_model(size: str, vocab: int, max_len: int, device):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     h, i, layers, heads, kv = SIZES[size]
-    config = LlamaConfig(vocab_size=vocab, hidden_size=h, intermediate_size=i, num_hidden_layers=layers,
-                         num_attention_heads=heads, num_key_value_heads=kv, max_position_embeddings=max(4096, max_len),
-                         rope_theta=10000.0, tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=h,
+        intermediate_size=i,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        max_position_embeddings=max(4096, max_len),
+        rope_theta=10000.0,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     with torch.device(device):
         model = LlamaForCausalLM(config)
@@ -101,12 +109,22 @@ def main(argv=None) -> int:
         for d in dropped:
             print(f"# {d} skipped: a {size} model in {d} at L={seq_len} does not fit in {total / 2**30:.0f} GiB")
         dtypes = [d for d in dtypes if d not in dropped]
-    logit_lengths = (tuple(int(x) for x in args.logit_lengths.split(",")) if args.logit_lengths
-                     else tuple(2 ** k for k in range(6, 32) if 2 ** k <= seq_len))
-    settings = Settings(shifts=DEFAULT_SHIFTS, seq_len=seq_len, logit_lengths=logit_lengths, kernel=args.kernel,
-                        sources=not args.no_sources)
+    logit_lengths = (
+        tuple(int(x) for x in args.logit_lengths.split(","))
+        if args.logit_lengths
+        else tuple(2**k for k in range(6, 32) if 2**k <= seq_len)
+    )
+    settings = Settings(
+        shifts=DEFAULT_SHIFTS,
+        seq_len=seq_len,
+        logit_lengths=logit_lengths,
+        kernel=args.kernel,
+        sources=not args.no_sources,
+    )
     g = torch.Generator().manual_seed(0)
-    samples = [[1] + torch.randint(3, args.vocab, (seq_len - 1,), generator=g).tolist() for _ in range(args.num_samples)]
+    samples = [
+        [1] + torch.randint(3, args.vocab, (seq_len - 1,), generator=g).tolist() for _ in range(args.num_samples)
+    ]
 
     t0 = time.time()
     master = build_model(size, args.vocab, seq_len, device)
@@ -115,8 +133,10 @@ def main(argv=None) -> int:
     del master
     if cuda:
         torch.cuda.empty_cache()
-    print(f"# model {size} {SIZES[size]} vocab {args.vocab}, built in {time.time() - t0:.0f}s on {device}; "
-          f"L={seq_len}, {args.num_samples} samples, kernel {args.kernel}")
+    print(
+        f"# model {size} {SIZES[size]} vocab {args.vocab}, built in {time.time() - t0:.0f}s on {device}; "
+        f"L={seq_len}, {args.num_samples} samples, kernel {args.kernel}"
+    )
     runs, timing = {}, {}
     for dtype in dtypes:
         from harness.diagnose.precision import torch_dtype
@@ -144,22 +164,41 @@ def main(argv=None) -> int:
 
     _print_tables(runs, timing, settings)
     if args.out:
-        Path(args.out).write_text(json.dumps({"size": size, "shape": SIZES[size], "vocab": args.vocab,
-                                              "device": torch.cuda.get_device_name(0) if cuda else "cpu",
-                                              "seq_len": seq_len, "num_samples": args.num_samples,
-                                              "kernel": args.kernel, "runs": runs, "timing": timing}, indent=1))
+        Path(args.out).write_text(
+            json.dumps(
+                {
+                    "size": size,
+                    "shape": SIZES[size],
+                    "vocab": args.vocab,
+                    "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+                    "seq_len": seq_len,
+                    "num_samples": args.num_samples,
+                    "kernel": args.kernel,
+                    "runs": runs,
+                    "timing": timing,
+                },
+                indent=1,
+            )
+        )
     return 0
 
 
 def build_model_from_state(size, vocab, seq_len, state, dtype, device):
     import torch
-
     from transformers import LlamaConfig, LlamaForCausalLM
 
     h, i, layers, heads, kv = SIZES[size]
-    config = LlamaConfig(vocab_size=vocab, hidden_size=h, intermediate_size=i, num_hidden_layers=layers,
-                         num_attention_heads=heads, num_key_value_heads=kv, max_position_embeddings=max(4096, seq_len),
-                         rope_theta=10000.0, tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=h,
+        intermediate_size=i,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        max_position_embeddings=max(4096, seq_len),
+        rope_theta=10000.0,
+        tie_word_embeddings=False,
+    )
     with torch.device("meta"):
         model = LlamaForCausalLM(config)
     model = model.to_empty(device=device).to(dtype)

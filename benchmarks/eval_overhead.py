@@ -35,11 +35,18 @@ def bare_loop(model_path: str, prompts: list[str], max_new: int, batch_size: int
     model = AutoModelForCausalLM.from_pretrained(model_path, attn_implementation="sdpa", **kw).to(device).eval()
     outs = []
     for i in range(0, len(prompts), batch_size):
-        enc = tok(prompts[i:i + batch_size], return_tensors="pt", padding=True).to(device)
+        enc = tok(prompts[i : i + batch_size], return_tensors="pt", padding=True).to(device)
         with torch.inference_mode():
-            gen = model.generate(**enc, do_sample=False, max_new_tokens=max_new, pad_token_id=tok.pad_token_id,
-                                 temperature=None, top_p=None, top_k=None)
-        outs += tok.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+            gen = model.generate(
+                **enc,
+                do_sample=False,
+                max_new_tokens=max_new,
+                pad_token_id=tok.pad_token_id,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+            )
+        outs += tok.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
     return outs
 
 
@@ -73,31 +80,53 @@ def main() -> None:
         prompts = [s.prompt for s in samples]
         t_bare = t_harness = c_bare = c_harness = float("inf")
         for r in range(args.repeats):
-            cfg = EvalConfig(ckpts=model, tasks=[args.task], lengths=str(L), samples=args.samples,
-                             batch_size=args.batch_size, dtype=args.dtype, out=str(work / f"out-{L}-{r}"), progress=False)
+            cfg = EvalConfig(
+                ckpts=model,
+                tasks=[args.task],
+                lengths=str(L),
+                samples=args.samples,
+                batch_size=args.batch_size,
+                dtype=args.dtype,
+                out=str(work / f"out-{L}-{r}"),
+                progress=False,
+            )
             # Alternate which side goes first: a shared machine's load drifts during a run.
-            for side in (("bare", "harness") if r % 2 == 0 else ("harness", "bare")):
+            for side in ("bare", "harness") if r % 2 == 0 else ("harness", "bare"):
                 t0, c0 = time.perf_counter(), time.process_time()
                 if side == "bare":
                     bare_loop(model, prompts, samples[0].max_new_tokens, args.batch_size, args.dtype)
                     t_bare, c_bare = min(t_bare, time.perf_counter() - t0), min(c_bare, time.process_time() - c0)
                 else:
                     run_eval(cfg, print_table=False)
-                    t_harness, c_harness = min(t_harness, time.perf_counter() - t0), min(c_harness, time.process_time() - c0)
-        rows.append((format_length(L), args.samples / t_bare, args.samples / t_harness, t_bare, t_harness, c_bare, c_harness))
+                    t_harness, c_harness = (
+                        min(t_harness, time.perf_counter() - t0),
+                        min(c_harness, time.process_time() - c0),
+                    )
+        rows.append(
+            (format_length(L), args.samples / t_bare, args.samples / t_harness, t_bare, t_harness, c_bare, c_harness)
+        )
 
-    print(f"\nmodel {model} · task {args.task} · {args.samples} samples · batch {args.batch_size} · best of {args.repeats}")
-    print(f"{'length':>6}  {'bare s':>7}  {'harness s':>9}  {'bare samp/s':>11}  {'harness samp/s':>14}  "
-          f"{'overhead':>8}  {'bare cpu s':>10}  {'harness cpu s':>13}  {'cpu overhead':>12}")
+    print(
+        f"\nmodel {model} · task {args.task} · {args.samples} samples · batch {args.batch_size} · best of {args.repeats}"
+    )
+    print(
+        f"{'length':>6}  {'bare s':>7}  {'harness s':>9}  {'bare samp/s':>11}  {'harness samp/s':>14}  "
+        f"{'overhead':>8}  {'bare cpu s':>10}  {'harness cpu s':>13}  {'cpu overhead':>12}"
+    )
     tot = [0.0] * 4
     for name, sb, sh, b, h, cb, ch in rows:
         tot = [x + y for x, y in zip(tot, (b, h, cb, ch))]
-        print(f"{name:>6}  {b:7.2f}  {h:9.2f}  {sb:11.2f}  {sh:14.2f}  {100 * (h / b - 1):+7.1f}%  {cb:10.2f}  {ch:13.2f}  "
-              f"{100 * (ch / cb - 1):+11.1f}%")
+        print(
+            f"{name:>6}  {b:7.2f}  {h:9.2f}  {sb:11.2f}  {sh:14.2f}  {100 * (h / b - 1):+7.1f}%  {cb:10.2f}  {ch:13.2f}  "
+            f"{100 * (ch / cb - 1):+11.1f}%"
+        )
     b, h, cb, ch = tot
-    print(f"{'all':>6}  {b:7.2f}  {h:9.2f}  {'':>11}  {'':>14}  {100 * (h / b - 1):+7.1f}%  {cb:10.2f}  {ch:13.2f}  "
-          f"{100 * (ch / cb - 1):+11.1f}%   target <= +10%")
+    print(
+        f"{'all':>6}  {b:7.2f}  {h:9.2f}  {'':>11}  {'':>14}  {100 * (h / b - 1):+7.1f}%  {cb:10.2f}  {ch:13.2f}  "
+        f"{100 * (ch / cb - 1):+11.1f}%   target <= +10%"
+    )
     print("cpu s = this process's CPU time (all threads): steadier than wall time on a shared machine")
+
 
 if __name__ == "__main__":
     main()

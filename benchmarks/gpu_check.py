@@ -42,8 +42,8 @@ def _cuda() -> bool:
 
 def section_kernels(args, rows: list) -> None:
     import torch
-
     from train_step import small_llama, windows
+
     from training.attention import forward_kwargs, gather_logits, prepare_model
     from training.modes import MODES, build_batch
 
@@ -56,8 +56,11 @@ def section_kernels(args, rows: list) -> None:
     L = 4096 if cuda and not args.small else 1024
     vocab = 32000 if cuda and not args.small else 512
     wins = windows(L, 2, vocab)
-    shape = dict(hidden=1024, layers=4, heads=8, intermediate=2816) if cuda and not args.small else \
-        dict(hidden=64, layers=2, heads=2, intermediate=172)
+    shape = (
+        dict(hidden=1024, layers=4, heads=8, intermediate=2816)
+        if cuda and not args.small
+        else dict(hidden=64, layers=2, heads=2, intermediate=172)
+    )
     master = small_llama(vocab, **shape, max_pos=L)
     state = {k: v.detach().clone() for k, v in master.state_dict().items()}
 
@@ -87,15 +90,24 @@ def section_train(args, rows: list) -> None:
     import train_step
 
     cuda = _cuda()
-    ns = argparse.Namespace(lengths=[1024] if args.small else [4096, 8192], cuda_lengths=[16384, 32768, 65536],
-                            steps=1 if args.small else 2, threads=0)
+    ns = argparse.Namespace(
+        lengths=[1024] if args.small else [4096, 8192],
+        cuda_lengths=[16384, 32768, 65536],
+        steps=1 if args.small else 2,
+        threads=0,
+    )
     if not cuda:
         rows.append(("train", "~1B Llama 16K-64K, varlen, bf16", "", "skipped: needs CUDA"))
     out = train_step.run_cuda(ns) if cuda else train_step.run_cpu(ns)
     for r in out:
-        rows.append(("train", f"L={r['window']} full / anchor s/step",
-                     f"{r['full']:.3f} / {r['anchor']:.3f} (x{r['ratio']:.2f}, pairs {100 * r['pairs']:.1f}%)",
-                     train_step.target_verdict(r) or "measured"))
+        rows.append(
+            (
+                "train",
+                f"L={r['window']} full / anchor s/step",
+                f"{r['full']:.3f} / {r['anchor']:.3f} (x{r['ratio']:.2f}, pairs {100 * r['pairs']:.1f}%)",
+                train_step.target_verdict(r) or "measured",
+            )
+        )
 
 
 def _read_samples(directory: Path, per_file: int) -> list[dict]:
@@ -115,7 +127,9 @@ def section_runner(args, rows: list) -> None:
     from harness.runners.hf import HFRunner
 
     if not args.model or not args.samples:
-        rows.append(("runner", "hf bf16 on RULER samples", "", "skipped: give --model and --samples (see benchmarks/README.md)"))
+        rows.append(
+            ("runner", "hf bf16 on RULER samples", "", "skipped: give --model and --samples (see benchmarks/README.md)")
+        )
         return
     samples = _read_samples(Path(args.samples), args.per_file)
     if not samples:
@@ -133,8 +147,14 @@ def section_runner(args, rows: list) -> None:
         runner.close()
     lengths = sorted({int(s["length"]) for s in samples})
     same = outs[0] == outs[1]
-    rows.append(("runner", f"hf bf16, {len(reqs)} samples, lengths {lengths}",
-                 f"{len(reqs) / min(times):.2f} samples/s", "ok" if same else "FAIL"))
+    rows.append(
+        (
+            "runner",
+            f"hf bf16, {len(reqs)} samples, lengths {lengths}",
+            f"{len(reqs) / min(times):.2f} samples/s",
+            "ok" if same else "FAIL",
+        )
+    )
     rows.append(("runner", "greedy outputs identical across 2 runs", str(same), "ok" if same else "FAIL"))
 
 
@@ -152,8 +172,14 @@ def section_diagnose(args, rows: list) -> None:
         diagnose_rope.main(argv + ["--out", str(out)])
         res = json.loads(out.read_text())
     for dtype, t in res["timing"].items():
-        rows.append(("diagnose", f"{res['size']} L={res['seq_len']} {dtype}",
-                     f"{t['diagnostic_s']:.1f}s ({t['passes']} passes)", "ok"))
+        rows.append(
+            (
+                "diagnose",
+                f"{res['size']} L={res['seq_len']} {dtype}",
+                f"{t['diagnostic_s']:.1f}s ({t['passes']} passes)",
+                "ok",
+            )
+        )
 
 
 def device_name() -> str:
@@ -161,7 +187,11 @@ def device_name() -> str:
 
     import torch
 
-    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU ({platform.processor() or platform.machine()})"
+    return (
+        torch.cuda.get_device_name(0)
+        if torch.cuda.is_available()
+        else f"CPU ({platform.processor() or platform.machine()})"
+    )
 
 
 def table(rows: list) -> str:

@@ -30,7 +30,7 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp())
     rng = random.Random(0)
-    words = "what is the name of city river who wrote book how many people live in country when did war start".split()
+    words = ["what", "is", "the", "name", "of", "city", "river", "who", "wrote", "book", "how", "many", "people", "live", "in", "country", "when", "did", "war", "start"]
     d = tmp / "trec_coarse"
     d.mkdir()
     for split, n in (("train", 5000), ("test", 50)):
@@ -78,7 +78,10 @@ def main() -> None:
     rows = []
     for length in [int(x) for x in args.lengths.split(",")]:
         res = {}
-        for name, fn in (("guided", lambda i: task.sample(length, i, 42, tok).metadata["demos_used"]), ("bisection", lambda i: blind(length, i))):
+        for name, fn in (
+            ("guided", lambda i: task.sample(length, i, 42, tok).metadata["demos_used"]),
+            ("bisection", lambda i: blind(length, i)),
+        ):
             calls["n"] = 0
             t0 = time.perf_counter()
             used = [fn(i) for i in range(args.items)]

@@ -77,13 +77,27 @@ def write_synthetic_qa() -> tuple[str, str]:
 
     rng = random.Random(0)
     pool = cwe_words()
-    para = lambda k: " ".join(rng.choice(pool) for _ in range(k)) + "."  # noqa: E731
+    para = lambda k: " ".join(rng.choice(pool) for _ in range(k)) + "."
     d = tempfile.mkdtemp(prefix="ruler-bench-qa-")
-    squad = {"data": [{"title": f"A{a}", "paragraphs": [
-        {"context": para(120), "qas": [{"question": f"Question {a}-{p}?", "is_impossible": False,
-                                        "answers": [{"text": "x"}]}]} for p in range(35)]} for a in range(35)]}
-    hotpot = [{"question": f"Question {q}?", "answer": "x", "context": [[f"T{q}-{j}", [para(60)]] for j in range(10)]}
-              for q in range(7400)]
+    squad = {
+        "data": [
+            {
+                "title": f"A{a}",
+                "paragraphs": [
+                    {
+                        "context": para(120),
+                        "qas": [{"question": f"Question {a}-{p}?", "is_impossible": False, "answers": [{"text": "x"}]}],
+                    }
+                    for p in range(35)
+                ],
+            }
+            for a in range(35)
+        ]
+    }
+    hotpot = [
+        {"question": f"Question {q}?", "answer": "x", "context": [[f"T{q}-{j}", [para(60)]] for j in range(10)]}
+        for q in range(7400)
+    ]
     paths = (os.path.join(d, "squad.json"), os.path.join(d, "hotpotqa.json"))
     for path, data in zip(paths, (squad, hotpot)):
         with open(path, "w") as f:
@@ -106,13 +120,20 @@ def main(argv=None) -> int:
     p.add_argument("--tokenizer", help="tokenizer dir (default: the embedded tokenizer)")
     p.add_argument("--squad")
     p.add_argument("--hotpotqa")
-    p.add_argument("--synthetic-qa", action="store_true",
-                   help="write SQuAD/HotpotQA-format files of random text (sizes like the real dev sets) to time qa offline")
+    p.add_argument(
+        "--synthetic-qa",
+        action="store_true",
+        help="write SQuAD/HotpotQA-format files of random text (sizes like the real dev sets) to time qa offline",
+    )
     args = p.parse_args(argv)
     if args.synthetic_qa:
         args.squad, args.hotpotqa = write_synthetic_qa()
-    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), TOKENIZERS_PARALLELISM="false",
-               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"),
+        TOKENIZERS_PARALLELISM="false",
+        PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
     if args.squad:
         env["HARNESS_SQUAD"] = os.path.abspath(args.squad)
         os.environ["HARNESS_SQUAD"] = env["HARNESS_SQUAD"]
@@ -122,8 +143,10 @@ def main(argv=None) -> int:
     tok = args.tokenizer or str(default_tokenizer_dir())
     names = split_csv(args.tasks) or RULER_TASKS
     rows = []
-    print(f"{'task':<17}{'L':>6}{'n':>5}{'samples/s':>11}{'gap min/med/max':>18}{'peak MB':>9}"
-          f"{'gen/tok wall':>13}{'gen/tok cpu':>12}{'1st s wall':>11}{'1st s cpu':>10}")
+    print(
+        f"{'task':<17}{'L':>6}{'n':>5}{'samples/s':>11}{'gap min/med/max':>18}{'peak MB':>9}"
+        f"{'gen/tok wall':>13}{'gen/tok cpu':>12}{'1st s wall':>11}{'1st s cpu':>10}"
+    )
     for name in names:
         try:
             configure(get_task(name)).check_available()
@@ -131,24 +154,33 @@ def main(argv=None) -> int:
             print(f"{name:<17} unavailable: {exc}")
             continue
         for length in parse_lengths(args.lengths):
-            res = subprocess.run([sys.executable, "-c", WORKER, name, str(length), str(args.samples), tok, repr(time.time())],
-                                 capture_output=True, text=True, env=env)
+            res = subprocess.run(
+                [sys.executable, "-c", WORKER, name, str(length), str(args.samples), tok, repr(time.time())],
+                capture_output=True,
+                text=True,
+                env=env,
+            )
             if res.returncode != 0:
                 print(f"{name:<17}{format_length(length):>6} failed: {res.stderr.strip().splitlines()[-1]}")
                 continue
             r = json.loads(res.stdout.strip().splitlines()[-1])
             rows.append(r)
             g = r["gaps"]
-            print(f"{name:<17}{format_length(length):>6}{r['n']:>5}{r['n'] / r['gen_s']:>11.1f}"
-                  f"{f'{g[0]}/{g[1]:g}/{g[2]}':>18}{r['rss_mb']:>9.0f}{r['gen_s'] / r['tok_s']:>13.2f}"
-                  f"{r['gen_cpu'] / r['tok_cpu']:>12.2f}{r['first_s']:>11.2f}{r['first_cpu']:>10.2f}", flush=True)
+            print(
+                f"{name:<17}{format_length(length):>6}{r['n']:>5}{r['n'] / r['gen_s']:>11.1f}"
+                f"{f'{g[0]}/{g[1]:g}/{g[2]}':>18}{r['rss_mb']:>9.0f}{r['gen_s'] / r['tok_s']:>13.2f}"
+                f"{r['gen_cpu'] / r['tok_cpu']:>12.2f}{r['first_s']:>11.2f}{r['first_cpu']:>10.2f}",
+                flush=True,
+            )
     if rows:
         worst = max((r for r in rows if r["length"] >= 131072), key=lambda r: r["gen_cpu"] / r["tok_cpu"], default=None)
         if worst:
-            print(f"worst CPU ratio at 128K: {worst['task']} {worst['gen_cpu'] / worst['tok_cpu']:.2f} (target <= 1.5); "
-                  f"max first-sample {max(r['first_s'] for r in rows):.2f} s wall / "
-                  f"{max(r['first_cpu'] for r in rows):.2f} s CPU (target < 2); "
-                  f"max peak {max(r['rss_mb'] for r in rows):.0f} MB (target < 1024)")
+            print(
+                f"worst CPU ratio at 128K: {worst['task']} {worst['gen_cpu'] / worst['tok_cpu']:.2f} (target <= 1.5); "
+                f"max first-sample {max(r['first_s'] for r in rows):.2f} s wall / "
+                f"{max(r['first_cpu'] for r in rows):.2f} s CPU (target < 2); "
+                f"max peak {max(r['rss_mb'] for r in rows):.0f} MB (target < 1024)"
+            )
     return 0
 
 

@@ -44,7 +44,7 @@ def windows(window: int, count: int, vocab: int, seed: int = 0):
     from training.packing import pack
 
     rng = random.Random(seed)
-    mu = math.log(MEAN_DOC_TOKENS) - SIGMA ** 2 / 2  # lognormal mean = exp(mu + sigma^2 / 2)
+    mu = math.log(MEAN_DOC_TOKENS) - SIGMA**2 / 2  # lognormal mean = exp(mu + sigma^2 / 2)
 
     def docs():
         while True:
@@ -75,10 +75,21 @@ def small_llama(vocab: int, *, hidden: int, layers: int, heads: int, intermediat
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=layers,
-                         num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=max_pos,
-                         rope_theta=5e6, bos_token_id=0, eos_token_id=1, pad_token_id=2, tie_word_embeddings=False,
-                         use_cache=False)
+    config = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=max_pos,
+        rope_theta=5e6,
+        bos_token_id=0,
+        eos_token_id=1,
+        pad_token_id=2,
+        tie_word_embeddings=False,
+        use_cache=False,
+    )
     torch.manual_seed(seed)
     return LlamaForCausalLM(config)
 
@@ -122,10 +133,14 @@ def step_times(models: dict, wins, kernel: str, *, steps: int, dtype, device) ->
 
 def _table(rows: list[dict], title: str) -> None:
     print(f"\n{title}")
-    print(f"{'window':>8} {'full s/step':>12} {'anchor s/step':>14} {'anchor/full':>12} {'pairs kept':>11} {'target':>9}")
+    print(
+        f"{'window':>8} {'full s/step':>12} {'anchor s/step':>14} {'anchor/full':>12} {'pairs kept':>11} {'target':>9}"
+    )
     for r in rows:
-        print(f"{r['window']:>8} {r['full']:>12.3f} {r['anchor']:>14.3f} {r['ratio']:>12.2f} {100 * r['pairs']:>10.1f}% "
-              f"{target_verdict(r):>9}")
+        print(
+            f"{r['window']:>8} {r['full']:>12.3f} {r['anchor']:>14.3f} {r['ratio']:>12.2f} {100 * r['pairs']:>10.1f}% "
+            f"{target_verdict(r):>9}"
+        )
 
 
 def target_verdict(r: dict) -> str:
@@ -152,13 +167,19 @@ def run_cpu(args) -> list[dict]:
         if L <= 4096:  # the segment count must equal the dense mask's
             dense = pairs_kept_dense(build_batch(wins, "anchor"))
             assert abs(dense - pairs) < 1e-12, (dense, pairs)
-        models = {mode: small_llama(vocab, hidden=128, layers=2, heads=2, intermediate=344, max_pos=L) for mode in ("full", "anchor")}
+        models = {
+            mode: small_llama(vocab, hidden=128, layers=2, heads=2, intermediate=344, max_pos=L)
+            for mode in ("full", "anchor")
+        }
         times = step_times(models, wins, "sdpa-doc", steps=args.steps, dtype=torch.float32, device=device)
         res = {mode: statistics.median(t) for mode, t in times.items()}
         rows.append({"window": L, **res, "ratio": res["anchor"] / res["full"], "pairs": pairs, "target": L == 16384})
         print(f"  {L}: full {res['full']:.3f}s anchor {res['anchor']:.3f}s", flush=True)
-    _table(rows, f"CPU, Llama hidden 128 x 2 layers, 2 heads of 64, vocab {vocab}, fp32, sdpa-doc, {torch.get_num_threads()} threads, "
-                 f"batch 1, median of {args.steps} steps, docs lognormal mean {MEAN_DOC_TOKENS} sigma {SIGMA}")
+    _table(
+        rows,
+        f"CPU, Llama hidden 128 x 2 layers, 2 heads of 64, vocab {vocab}, fp32, sdpa-doc, {torch.get_num_threads()} threads, "
+        f"batch 1, median of {args.steps} steps, docs lognormal mean {MEAN_DOC_TOKENS} sigma {SIGMA}",
+    )
     return rows
 
 
@@ -181,14 +202,18 @@ def run_cuda(args) -> list[dict]:
             # ~1.1B parameters: Llama-style 2048 x 16 layers, 16 heads of 128.
             model = small_llama(vocab, hidden=2048, layers=16, heads=16, intermediate=5632, max_pos=L).to(device)
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-            res[mode] = statistics.median(step_times({mode: model}, wins, "varlen", steps=args.steps,
-                                                     dtype=torch.bfloat16, device=device)[mode])
+            res[mode] = statistics.median(
+                step_times({mode: model}, wins, "varlen", steps=args.steps, dtype=torch.bfloat16, device=device)[mode]
+            )
             del model
             torch.cuda.empty_cache()
         rows.append({"window": L, **res, "ratio": res["anchor"] / res["full"], "pairs": pairs, "target": L == 65536})
         print(f"  {L}: full {res['full']:.3f}s anchor {res['anchor']:.3f}s", flush=True)
-    _table(rows, f"CUDA {torch.cuda.get_device_name()}, ~1.1B random Llama, bf16 autocast, varlen, grad checkpointing, "
-                 f"batch 1, median of {args.steps} steps")
+    _table(
+        rows,
+        f"CUDA {torch.cuda.get_device_name()}, ~1.1B random Llama, bf16 autocast, varlen, grad checkpointing, "
+        f"batch 1, median of {args.steps} steps",
+    )
     return rows
 
 
@@ -210,14 +235,18 @@ def run_cuda_check(args) -> None:
         for dtype in (torch.bfloat16, torch.float32):
             outs = {}
             for kernel in ("dense", "varlen", "flex"):
-                model = small_llama(32000, hidden=1024, layers=4, heads=8, intermediate=2816, max_pos=4096).to(device, dtype)
+                model = small_llama(32000, hidden=1024, layers=4, heads=8, intermediate=2816, max_pos=4096).to(
+                    device, dtype
+                )
                 prepare_model(model, kernel)
                 with torch.no_grad():
                     outs[kernel] = gather_logits(model(**forward_kwargs(batch, kernel)).logits, batch, kernel).float()
             for kernel in ("varlen", "flex"):
                 diff = (outs[kernel] - outs["dense"]).abs().max().item()
-                print(f"{mode:>15} {kernel:>8} {diff if dtype == torch.bfloat16 else float('nan'):>34.3e} "
-                      f"{diff if dtype == torch.float32 else float('nan'):>10.3e}")
+                print(
+                    f"{mode:>15} {kernel:>8} {diff if dtype == torch.bfloat16 else float('nan'):>34.3e} "
+                    f"{diff if dtype == torch.float32 else float('nan'):>10.3e}"
+                )
 
 
 def main(argv=None) -> int:

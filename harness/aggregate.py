@@ -80,7 +80,10 @@ def checkpoints_from_records(records: list[dict]) -> list[dict]:
     for i, c in last_seen.values():
         if c["path"] not in by_path or by_path[c["path"]][0] < i:
             by_path[c["path"]] = (i, c)
-    ckpts = [{"path": c["path"], "step": c.get("step"), "fingerprint": c["fingerprint"], "training": None} for _, c in by_path.values()]
+    ckpts = [
+        {"path": c["path"], "step": c.get("step"), "fingerprint": c["fingerprint"], "training": None}
+        for _, c in by_path.values()
+    ]
     ckpts.sort(key=lambda c: (c["step"] is not None, c["step"] if c["step"] is not None else 0, c["path"]))
     return ckpts
 
@@ -107,7 +110,11 @@ def _stats(per_ckpt: dict[str, float], ckpts: list[dict], labels: dict[str, str]
     mean = sum(vals) / n
     std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1)) if n > 1 else 0.0
     return {
-        "mean": mean, "std": std, "min": min(vals), "max": max(vals), "n": n,
+        "mean": mean,
+        "std": std,
+        "min": min(vals),
+        "max": max(vals),
+        "n": n,
         "steps": [c.get("step") for c in order],
         "per_step": {labels[c["fingerprint"]]: per_ckpt[c["fingerprint"]] for c in order},
     }
@@ -133,7 +140,9 @@ def effective_length(per_length: dict[str, dict], lengths: list[int], threshold:
     return {"threshold": threshold, "value": value, "label": label}
 
 
-def _group_average(tasks: list[str], cell: dict, lengths: list[int], ckpt_fps: list[str]) -> dict[int, tuple[list[str], dict[str, float]]]:
+def _group_average(
+    tasks: list[str], cell: dict, lengths: list[int], ckpt_fps: list[str]
+) -> dict[int, tuple[list[str], dict[str, float]]]:
     """For each length: (tasks covered, {fingerprint: mean over those tasks}) for complete checkpoints."""
     out = {}
     for L in lengths:
@@ -204,16 +213,23 @@ def _aggregate_suite(spec: dict, cell: dict, counts: dict, ckpts, labels, thresh
     covered_everywhere = [t for t in evaluated if all(L in suite_len and t in suite_len[L][0] for L in lengths)]
     summary = _summaries({L: pc for L, (_, pc) in suite_len.items()}, lengths, ckpts, labels)
     length_controlled = suite_length_controlled(spec)
-    summary["effective_length"] = (effective_length(per_length, lengths, threshold) if length_controlled
-                                   else dict(NOT_LENGTH_CONTROLLED))
+    summary["effective_length"] = (
+        effective_length(per_length, lengths, threshold) if length_controlled else dict(NOT_LENGTH_CONTROLLED)
+    )
     summary["tasks_covered"] = len(covered_everywhere)
     summary["tasks_total"] = total
     summary["lengths_covered"] = len(suite_len)
     summary["lengths_total"] = len(lengths)
 
     out = {
-        "tasks": tasks, "evaluated": evaluated, "excluded": excluded, "unavailable": unavailable,
-        "lengths": lengths, "per_task": per_task, "per_length": per_length, "summary": summary,
+        "tasks": tasks,
+        "evaluated": evaluated,
+        "excluded": excluded,
+        "unavailable": unavailable,
+        "lengths": lengths,
+        "per_task": per_task,
+        "per_length": per_length,
+        "summary": summary,
         "per_task_summary": per_task_summary,
     }
     if not length_controlled:
@@ -226,14 +242,19 @@ def _aggregate_suite(spec: dict, cell: dict, counts: dict, ckpts, labels, thresh
         for cat, cat_tasks in categories.items():
             cat_eval = [t for t in cat_tasks if t in evaluated]
             out["categories"][cat] = {
-                str(L): {**_stats(per_ckpt, ckpts, labels), "tasks_covered": len(covered), "tasks_total": len(cat_tasks)}
+                str(L): {
+                    **_stats(per_ckpt, ckpts, labels),
+                    "tasks_covered": len(covered),
+                    "tasks_total": len(cat_tasks),
+                }
                 for L, (covered, per_ckpt) in _group_average(cat_eval, cell, lengths, fps).items()
             }
     return out
 
 
-def aggregate(records: list[dict], suites: dict[str, dict], run: dict, provenance: dict,
-              threshold: float = DEFAULT_THRESHOLD) -> dict:
+def aggregate(
+    records: list[dict], suites: dict[str, dict], run: dict, provenance: dict, threshold: float = DEFAULT_THRESHOLD
+) -> dict:
     """The results.json dict (see the module docstring for the math)."""
     run = dict(run)
     ckpts = [dict(c) for c in run.get("checkpoints") or checkpoints_from_records(records)]
@@ -269,8 +290,10 @@ def aggregate(records: list[dict], suites: dict[str, dict], run: dict, provenanc
         "schema_version": SCHEMA_VERSION,
         "run": run,
         "provenance": dict(provenance),
-        "suites": {name: _perplexity_view(_aggregate_suite(spec, cell, counts, ckpts, labels, threshold), perplexity_tasks)
-                   for name, spec in suites.items()},
+        "suites": {
+            name: _perplexity_view(_aggregate_suite(spec, cell, counts, ckpts, labels, threshold), perplexity_tasks)
+            for name, spec in suites.items()
+        },
     }
 
 
@@ -288,7 +311,9 @@ def apply_threshold(results: dict, threshold: float) -> dict:
     for suite in out["suites"].values():
         if suite.get("score") == "perplexity" or not suite_length_controlled(suite):
             continue
-        suite.setdefault("summary", {})["effective_length"] = effective_length(suite.get("per_length", {}), suite.get("lengths", []), threshold)
+        suite.setdefault("summary", {})["effective_length"] = effective_length(
+            suite.get("per_length", {}), suite.get("lengths", []), threshold
+        )
     return out
 
 
@@ -311,19 +336,29 @@ def load_results(path: str | Path) -> dict:
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise UserError(f"results file {path} not found: pass a results.json written by harness eval, or its run directory") from None
+        raise UserError(
+            f"results file {path} not found: pass a results.json written by harness eval, or its run directory"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read results file {path} ({exc.__class__.__name__}): pass a results.json written by harness eval") from None
+        raise UserError(
+            f"cannot read results file {path} ({exc.__class__.__name__}): pass a results.json written by harness eval"
+        ) from None
     try:
         data = json.loads(text)
     except ValueError:
         store = path.parent / "samples.jsonl"
         fix = f"see its scores with `harness report {store}`" if store.is_file() else "re-run harness eval to write it"
         raise UserError(f"results file {path} is corrupt (not JSON): {fix}") from None
-    if not (isinstance(data, dict) and isinstance(data.get("schema_version"), int) and isinstance(data.get("suites"), dict)):
-        raise UserError(f"{path} is not a harness results file (no schema_version/suites): pass a results.json written by harness eval")
+    if not (
+        isinstance(data, dict) and isinstance(data.get("schema_version"), int) and isinstance(data.get("suites"), dict)
+    ):
+        raise UserError(
+            f"{path} is not a harness results file (no schema_version/suites): pass a results.json written by harness eval"
+        )
     if data["schema_version"] > SCHEMA_VERSION:
-        raise UserError(f"{path} has results schema_version {data['schema_version']}, this harness reads {SCHEMA_VERSION}: upgrade the harness")
+        raise UserError(
+            f"{path} has results schema_version {data['schema_version']}, this harness reads {SCHEMA_VERSION}: upgrade the harness"
+        )
     return data
 
 
@@ -353,7 +388,9 @@ def _registry_length_controlled(names: list[str]) -> bool | None:
     return any(flags) if flags else None
 
 
-def results_from_store(path: str | Path, threshold: float = DEFAULT_THRESHOLD, suite_tasks: dict[str, list[str]] | None = None) -> dict:
+def results_from_store(
+    path: str | Path, threshold: float = DEFAULT_THRESHOLD, suite_tasks: dict[str, list[str]] | None = None
+) -> dict:
     """Re-aggregate a samples.jsonl without the eval command's suite settings.
 
     suite_tasks gives each suite's full task list (the registry's); a suite's tasks without
@@ -378,7 +415,9 @@ def results_from_store(path: str | Path, threshold: float = DEFAULT_THRESHOLD, s
         if not set(seen) <= set(full):
             full = seen
         suites[name] = {
-            "tasks": full, "excluded": [], "lengths": sorted(suite_lengths[name]),
+            "tasks": full,
+            "excluded": [],
+            "lengths": sorted(suite_lengths[name]),
             "unavailable": {t: f"no results in {Path(path).name}" for t in full if t not in seen},
         }
         controlled = _registry_length_controlled(seen)
@@ -389,11 +428,25 @@ def results_from_store(path: str | Path, threshold: float = DEFAULT_THRESHOLD, s
     used = [r for r in records if r["checkpoint"]["fingerprint"] in current]
     paths = [c["path"] for c in ckpts]
     parents = {os.path.dirname(p) for p in paths}
-    run = {"name": _merged([r.get("run") for r in used]), "model": parents.pop() if len(parents) == 1 else None,
-           "mode": None, "checkpoints": ckpts}
+    run = {
+        "name": _merged([r.get("run") for r in used]),
+        "model": parents.pop() if len(parents) == 1 else None,
+        "mode": None,
+        "checkpoints": ckpts,
+    }
     settings = [r.get("settings") or {} for r in used]
     prov = {"package_version": header.get("package_version"), "git_hash": header.get("git_hash")}
-    for key in ("backend", "dtype", "batch_size", "max_model_len", "rope_theta", "rope_scaling", "template", "truncation", "tokenizer"):
+    for key in (
+        "backend",
+        "dtype",
+        "batch_size",
+        "max_model_len",
+        "rope_theta",
+        "rope_scaling",
+        "template",
+        "truncation",
+        "tokenizer",
+    ):
         prov[key] = _merged([s.get(key) for s in settings])
     hashes: dict[str, list] = defaultdict(list)
     for r in used:

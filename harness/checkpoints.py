@@ -46,8 +46,15 @@ _CHUNK = 1 << 20
 
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
 TOKENIZER_FILES = (
-    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-    "vocab.json", "merges.txt", "vocab.txt", "tokenizer.model", "spiece.model",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "merges.txt",
+    "vocab.txt",
+    "tokenizer.model",
+    "spiece.model",
 )
 TRAINING_FILE = "harness_training.json"
 
@@ -119,11 +126,15 @@ def _glob_to_regex(pattern: str) -> str:
 def _expand_range(item: str) -> list[str]:
     ranges = list(_RANGE.finditer(item))
     if len(ranges) != 1:
-        raise UserError(f"checkpoint spec {item!r} has {len(ranges)} <A..B> ranges: use exactly one, e.g. runs/anchor/ckpt-<1950..2000>")
+        raise UserError(
+            f"checkpoint spec {item!r} has {len(ranges)} <A..B> ranges: use exactly one, e.g. runs/anchor/ckpt-<1950..2000>"
+        )
     m = ranges[0]
     lo, hi = int(m.group(1)), int(m.group(2))
     if lo > hi:
-        raise UserError(f"reversed checkpoint range <{lo}..{hi}> in {item!r}: write the smaller step first, <{hi}..{lo}>")
+        raise UserError(
+            f"reversed checkpoint range <{lo}..{hi}> in {item!r}: write the smaller step first, <{hi}..{lo}>"
+        )
     with_placeholder = item[: m.start()] + "\0" + item[m.end() :]
     regex = re.compile(_glob_to_regex(os.path.expanduser(with_placeholder)))
     found = []
@@ -132,7 +143,9 @@ def _expand_range(item: str) -> list[str]:
         if hit and lo <= int(hit.group(1)) <= hi and os.path.isdir(path):
             found.append(path)
     if not found:
-        raise UserError(f"no checkpoint directory matches {item!r} (steps {lo}..{hi}): check the path and the step range")
+        raise UserError(
+            f"no checkpoint directory matches {item!r} (steps {lo}..{hi}): check the path and the step range"
+        )
     return found
 
 
@@ -234,8 +247,13 @@ def _read_training(path: Path) -> dict | None:
 def load_checkpoint(path: str) -> Checkpoint:
     """A local directory -> Checkpoint (UserError when it is not a loadable model)."""
     p = Path(path)
-    return Checkpoint(path=os.path.normpath(path), step=step_of(path), fingerprint=fingerprint(p),
-                      training=_read_training(p), local=True)
+    return Checkpoint(
+        path=os.path.normpath(path),
+        step=step_of(path),
+        fingerprint=fingerprint(p),
+        training=_read_training(p),
+        local=True,
+    )
 
 
 def select_checkpoints(spec: str, last: int | None = None) -> list[Checkpoint]:
@@ -254,11 +272,15 @@ def select_checkpoints(spec: str, last: int | None = None) -> list[Checkpoint]:
         if local:
             ckpts.append(load_checkpoint(path))
         else:
-            ckpts.append(Checkpoint(path=path, step=None, fingerprint=hub_fingerprint(path), training=None, local=False))
+            ckpts.append(
+                Checkpoint(path=path, step=None, fingerprint=hub_fingerprint(path), training=None, local=False)
+            )
     ckpts.sort(key=lambda c: (c.step is not None, c.step if c.step is not None else 0, c.path))
     if last is not None:
         if last > len(ckpts):
-            raise UserError(f"--last {last} but only {len(ckpts)} checkpoint(s) match {spec!r}: lower --last or widen --ckpts")
+            raise UserError(
+                f"--last {last} but only {len(ckpts)} checkpoint(s) match {spec!r}: lower --last or widen --ckpts"
+            )
         ckpts = ckpts[-last:]
     return ckpts
 

@@ -77,15 +77,26 @@ def validate(cfg: DemoConfig) -> tuple[list[int], list[str]]:
     from tasks.lengths import parse_lengths
     from tasks.registry import resolve_tasks
 
-    require_at_least((("--window", cfg.window, 16), ("--steps", cfg.steps, 1), ("--save-every", cfg.save_every, 1),
-                      ("--keep-last", cfg.keep_last, 1), ("--batch-size", cfg.batch_size, 1),
-                      ("--samples", cfg.samples, 1), ("--corpus-docs", cfg.corpus_docs, 1),
-                      ("--eval-batch-size", cfg.eval_batch_size, 1), ("--warmup", cfg.warmup, 0)))
+    require_at_least(
+        (
+            ("--window", cfg.window, 16),
+            ("--steps", cfg.steps, 1),
+            ("--save-every", cfg.save_every, 1),
+            ("--keep-last", cfg.keep_last, 1),
+            ("--batch-size", cfg.batch_size, 1),
+            ("--samples", cfg.samples, 1),
+            ("--corpus-docs", cfg.corpus_docs, 1),
+            ("--eval-batch-size", cfg.eval_batch_size, 1),
+            ("--warmup", cfg.warmup, 0),
+        )
+    )
     saves = cfg.steps // cfg.save_every
     if saves < cfg.keep_last:
-        raise UserError(f"--steps {cfg.steps} with --save-every {cfg.save_every} saves {saves} checkpoint(s), fewer than "
-                        f"--keep-last {cfg.keep_last} to average over: raise --steps to {cfg.keep_last * cfg.save_every} "
-                        f"or lower --save-every or --keep-last")
+        raise UserError(
+            f"--steps {cfg.steps} with --save-every {cfg.save_every} saves {saves} checkpoint(s), fewer than "
+            f"--keep-last {cfg.keep_last} to average over: raise --steps to {cfg.keep_last * cfg.save_every} "
+            f"or lower --save-every or --keep-last"
+        )
     if not cfg.modes:
         raise UserError("--modes is empty: pass e.g. full,anchor")
     bad = [m for m in cfg.modes if m not in ("full", "intradoc", "intradoc-reset", "anchor")]
@@ -103,14 +114,24 @@ def validate(cfg: DemoConfig) -> tuple[list[int], list[str]]:
     model = Path(cfg.model)
     looks_local = model.is_absolute() or cfg.model.startswith(".") or model.exists() or cfg.model.count("/") != 1
     if looks_local and not (model / "config.json").is_file():
-        hint = (" (the shipped base model is missing from this checkout: restore it with `git checkout -- assets/demo-base`"
-                " or rebuild it with scripts/pretrain_demo_base.sh)") if model == DEFAULT_MODEL else ""
-        raise UserError(f"--model {cfg.model} is not a save_pretrained directory (no config.json){hint}: "
-                        f"pass a model directory or a hub name")
+        hint = (
+            (
+                " (the shipped base model is missing from this checkout: restore it with `git checkout -- assets/demo-base`"
+                " or rebuild it with scripts/pretrain_demo_base.sh)"
+            )
+            if model == DEFAULT_MODEL
+            else ""
+        )
+        raise UserError(
+            f"--model {cfg.model} is not a save_pretrained directory (no config.json){hint}: "
+            f"pass a model directory or a hub name"
+        )
     if cfg.data:
         missing = [p for p in cfg.data.split(",") if p.strip() and not Path(p.strip()).exists() and p.count("/") != 1]
         if missing:
-            raise UserError(f"--data {missing[0]} does not exist: pass jsonl/parquet files, or leave --data out to generate the demo corpus")
+            raise UserError(
+                f"--data {missing[0]} does not exist: pass jsonl/parquet files, or leave --data out to generate the demo corpus"
+            )
     out = Path(cfg.out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file: pass a directory (it is created if missing)")
@@ -149,10 +170,33 @@ def _cli(argv: list[str]) -> None:
 
 
 def _train_argv(cfg: DemoConfig, mode: str, data: str, run_dir: Path) -> list[str]:
-    argv = ["train", "--model", cfg.model, "--data", data, "--out", str(run_dir), "--mode", mode,
-            "--window", str(cfg.window), "--steps", str(cfg.steps), "--batch-size", str(cfg.batch_size),
-            "--lr", str(cfg.lr), "--warmup", str(cfg.warmup), "--dtype", cfg.dtype,
-            "--save-every", str(cfg.save_every), "--keep-last", str(cfg.keep_last)]
+    argv = [
+        "train",
+        "--model",
+        cfg.model,
+        "--data",
+        data,
+        "--out",
+        str(run_dir),
+        "--mode",
+        mode,
+        "--window",
+        str(cfg.window),
+        "--steps",
+        str(cfg.steps),
+        "--batch-size",
+        str(cfg.batch_size),
+        "--lr",
+        str(cfg.lr),
+        "--warmup",
+        str(cfg.warmup),
+        "--dtype",
+        cfg.dtype,
+        "--save-every",
+        str(cfg.save_every),
+        "--keep-last",
+        str(cfg.keep_last),
+    ]
     if cfg.rope_theta is not None:
         argv += ["--rope-theta", str(cfg.rope_theta)]
     if not cfg.progress:
@@ -160,11 +204,34 @@ def _train_argv(cfg: DemoConfig, mode: str, data: str, run_dir: Path) -> list[st
     return argv + list(cfg.train_args)
 
 
-def _eval_argv(cfg: DemoConfig, tasks: list[str], ckpts: str, name: str, out: Path, max_len: int, last: int | None) -> list[str]:
-    argv = ["eval", "--ckpts", ckpts, "--tasks", ",".join(tasks), "--lengths", cfg.lengths,
-            "--samples", str(cfg.samples), "--seed", str(cfg.seed), "--backend", cfg.eval_backend,
-            "--dtype", cfg.eval_dtype, "--batch-size", str(cfg.eval_batch_size), "--max-model-len", str(max_len),
-            "--name", name, "--out", str(out)]
+def _eval_argv(
+    cfg: DemoConfig, tasks: list[str], ckpts: str, name: str, out: Path, max_len: int, last: int | None
+) -> list[str]:
+    argv = [
+        "eval",
+        "--ckpts",
+        ckpts,
+        "--tasks",
+        ",".join(tasks),
+        "--lengths",
+        cfg.lengths,
+        "--samples",
+        str(cfg.samples),
+        "--seed",
+        str(cfg.seed),
+        "--backend",
+        cfg.eval_backend,
+        "--dtype",
+        cfg.eval_dtype,
+        "--batch-size",
+        str(cfg.eval_batch_size),
+        "--max-model-len",
+        str(max_len),
+        "--name",
+        name,
+        "--out",
+        str(out),
+    ]
     if last:
         argv += ["--last", str(last)]
     if not cfg.progress:
@@ -198,12 +265,17 @@ def _summary(results: dict[str, dict], lengths: list[int], baseline: str | None)
             if name in (baseline, "base"):
                 continue
             cells = res["_cells"]
-            rows.append([f"{name} - {baseline}", ""] + [
-                MISSING if a is None or b is None else f"{a - b:+.1f}" for a, b in zip(cells, base_row)])
+            rows.append(
+                [f"{name} - {baseline}", ""]
+                + [MISSING if a is None or b is None else f"{a - b:+.1f}" for a, b in zip(cells, base_row)]
+            )
     for res in results.values():
         res.pop("_cells", None)
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [header] + rows]
+    lines = [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        for r in [header] + rows
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -220,7 +292,12 @@ def run_demo(cfg: DemoConfig) -> dict:
     n = 2 + len(cfg.modes) + len(cfg.modes) + (1 if cfg.base else 0)
     k = 1
 
-    _stage(k, n, f"continued-pretraining corpus ({'--data ' + cfg.data if cfg.data else f'{cfg.corpus_docs} generated documents, seed {CORPUS_SEED}'})", t0)
+    _stage(
+        k,
+        n,
+        f"continued-pretraining corpus ({'--data ' + cfg.data if cfg.data else f'{cfg.corpus_docs} generated documents, seed {CORPUS_SEED}'})",
+        t0,
+    )
     data = _corpus(cfg, out)
     print(f"  corpus: {data}", flush=True)
 
@@ -228,29 +305,54 @@ def run_demo(cfg: DemoConfig) -> dict:
     for mode in cfg.modes:
         k += 1
         run_dir = out / "runs" / mode
-        _stage(k, n, f"train --mode {mode}: {cfg.steps} steps at window {cfg.window} from {cfg.model}, "
-                     f"checkpoint every {cfg.save_every}, keep the last {cfg.keep_last} -> {run_dir}", t0)
+        _stage(
+            k,
+            n,
+            f"train --mode {mode}: {cfg.steps} steps at window {cfg.window} from {cfg.model}, "
+            f"checkpoint every {cfg.save_every}, keep the last {cfg.keep_last} -> {run_dir}",
+            t0,
+        )
         _cli(_train_argv(cfg, mode, data, run_dir))
         runs[mode] = run_dir
 
     results: dict[str, Path] = {}
     if cfg.base:
         k += 1
-        _stage(k, n, f"eval base model {cfg.model} on {len(tasks)} tasks at {cfg.lengths}, {cfg.samples} samples each", t0)
+        _stage(
+            k, n, f"eval base model {cfg.model} on {len(tasks)} tasks at {cfg.lengths}, {cfg.samples} samples each", t0
+        )
         results["base"] = out / "results" / "base"
         _cli(_eval_argv(cfg, tasks, cfg.model, "base", results["base"], max_len, None))
     for mode, run_dir in runs.items():
         k += 1
-        _stage(k, n, f"eval {mode}: last {cfg.keep_last} checkpoints of {run_dir} on {len(tasks)} tasks at {cfg.lengths}", t0)
+        _stage(
+            k,
+            n,
+            f"eval {mode}: last {cfg.keep_last} checkpoints of {run_dir} on {len(tasks)} tasks at {cfg.lengths}",
+            t0,
+        )
         results[mode] = out / "results" / mode
         _cli(_eval_argv(cfg, tasks, f"{run_dir}/ckpt-*", mode, results[mode], max_len, cfg.keep_last))
 
     k += 1
     baseline = "full" if "full" in runs else None
     board = out / "leaderboard"
-    _stage(k, n, f"leaderboard of {', '.join(results)}" + (f" (delta view: minus {baseline})" if baseline else "") + f" -> {board}", t0)
-    argv = ["leaderboard", *[str(p) for p in results.values()], "--out", str(board),
-            "--title", f"demo: {', '.join(cfg.modes)} at window {cfg.window}"]
+    _stage(
+        k,
+        n,
+        f"leaderboard of {', '.join(results)}"
+        + (f" (delta view: minus {baseline})" if baseline else "")
+        + f" -> {board}",
+        t0,
+    )
+    argv = [
+        "leaderboard",
+        *[str(p) for p in results.values()],
+        "--out",
+        str(board),
+        "--title",
+        f"demo: {', '.join(cfg.modes)} at window {cfg.window}",
+    ]
     if baseline:
         argv += ["--baseline", baseline]
     _cli(argv)
@@ -262,19 +364,40 @@ def run_demo(cfg: DemoConfig) -> dict:
     print()
     print(f"leaderboard: {board / 'index.html'}")
     print(f"demo finished in {time.monotonic() - t0:.0f}s")
-    return {"runs": {m: str(p) for m, p in runs.items()}, "results": {m: str(p) for m, p in results.items()},
-            "leaderboard": str(board / "index.html")}
+    return {
+        "runs": {m: str(p) for m, p in runs.items()},
+        "results": {m: str(p) for m, p in results.items()},
+        "leaderboard": str(board / "index.html"),
+    }
 
 
 def config_from_args(args: argparse.Namespace) -> DemoConfig:
     from tasks.registry import split_csv
 
     return DemoConfig(
-        model=args.model, out=args.out, data=args.data, window=args.window, steps=args.steps,
-        save_every=args.save_every, keep_last=args.keep_last, batch_size=args.batch_size, lr=args.lr,
-        warmup=args.warmup, rope_theta=args.rope_theta, dtype=args.dtype, corpus_docs=args.corpus_docs,
-        modes=split_csv(args.modes), tasks=split_csv(args.tasks), lengths=args.lengths, samples=args.samples,
-        seed=args.seed, eval_backend=args.eval_backend, eval_dtype=args.eval_dtype,
-        eval_batch_size=args.eval_batch_size, base=not args.no_base, train_args=list(args.train_arg or []),
-        eval_args=list(args.eval_arg or []), progress=args.progress,
+        model=args.model,
+        out=args.out,
+        data=args.data,
+        window=args.window,
+        steps=args.steps,
+        save_every=args.save_every,
+        keep_last=args.keep_last,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        warmup=args.warmup,
+        rope_theta=args.rope_theta,
+        dtype=args.dtype,
+        corpus_docs=args.corpus_docs,
+        modes=split_csv(args.modes),
+        tasks=split_csv(args.tasks),
+        lengths=args.lengths,
+        samples=args.samples,
+        seed=args.seed,
+        eval_backend=args.eval_backend,
+        eval_dtype=args.eval_dtype,
+        eval_batch_size=args.eval_batch_size,
+        base=not args.no_base,
+        train_args=list(args.train_arg or []),
+        eval_args=list(args.eval_arg or []),
+        progress=args.progress,
     )

@@ -50,7 +50,9 @@ def build_tokenizer(out_dir: str | Path, vocab_size: int = DEFAULT_VOCAB) -> Pat
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        vocab_size=vocab_size,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(_training_text(), trainer=trainer)
@@ -63,7 +65,9 @@ def save_with_bos(tok, out_dir: str | Path) -> Path:
     from transformers import PreTrainedTokenizerFast
 
     out_dir = Path(out_dir)
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", tok.token_to_id("<s>"))])
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", tok.token_to_id("<s>"))]
+    )
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
     fast.model_max_length = 1 << 30
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -31,8 +31,12 @@ from harness.runners.base import GenerationRequest, RunnerSettings
 from tasks.lengths import format_length
 
 DEFAULT_SAMPLES = 500  # RULER's num_samples: the default per length-controlled task and length
-DATA_ENV = {"essays": "HARNESS_ESSAYS", "squad": "HARNESS_SQUAD", "hotpotqa": "HARNESS_HOTPOTQA",
-            "longbench": "HARNESS_LONGBENCH"}
+DATA_ENV = {
+    "essays": "HARNESS_ESSAYS",
+    "squad": "HARNESS_SQUAD",
+    "hotpotqa": "HARNESS_HOTPOTQA",
+    "longbench": "HARNESS_LONGBENCH",
+}
 
 
 @dataclass
@@ -164,15 +168,25 @@ def _chat_prompt(tokenizer, sample) -> str:
     """The task input as the user turn, the answer prefix after the assistant header."""
     if not getattr(tokenizer, "chat_template", None):
         raise UserError("--chat-template given but the tokenizer has no chat template: drop the flag for base models")
-    text = tokenizer.apply_chat_template([{"role": "user", "content": sample.input}], tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": sample.input}], tokenize=False, add_generation_prompt=True
+    )
     return text + sample.answer_prefix
 
 
 def _record_key(ckpt, task, length: int, index: int, seed: int) -> tuple:
     from harness.store import ResultStore
 
-    return ResultStore.key({"checkpoint": {"fingerprint": ckpt.fingerprint}, "task": task.name,
-                            "task_version": task.version, "length": length, "index": index, "seed": seed})
+    return ResultStore.key(
+        {
+            "checkpoint": {"fingerprint": ckpt.fingerprint},
+            "task": task.name,
+            "task_version": task.version,
+            "length": length,
+            "index": index,
+            "seed": seed,
+        }
+    )
 
 
 def _resolve_tasks(cfg: EvalConfig):
@@ -231,11 +245,18 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     fix = "drop that length from --lengths, or run past the trained length with --max-model-len and --rope-scaling/--rope-theta"
     for L in lengths:
         if L > min_ctx and any(t.length_controlled for t in tasks):
-            raise UserError(f"length {format_length(L)} ({L} tokens) is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}")
+            raise UserError(
+                f"length {format_length(L)} ({L} tokens) is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}"
+            )
 
     settings = RunnerSettings(
-        backend=cfg.backend, dtype=cfg.dtype, batch_size=cfg.batch_size, max_model_len=cfg.max_model_len,
-        rope_theta=cfg.rope_theta, rope_scaling=cfg.rope_scaling, tensor_parallel_size=cfg.tensor_parallel_size,
+        backend=cfg.backend,
+        dtype=cfg.dtype,
+        batch_size=cfg.batch_size,
+        max_model_len=cfg.max_model_len,
+        rope_theta=cfg.rope_theta,
+        rope_scaling=cfg.rope_scaling,
+        tensor_parallel_size=cfg.tensor_parallel_size,
         chat_template=cfg.chat_template,
     )
     gen_items: list[tuple] = []  # (task, length, sample, prompt, num_tokens)
@@ -245,13 +266,17 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     from tqdm import tqdm
 
     if cfg.max_length is not None and cfg.max_length > min_ctx:
-        raise UserError(f"--max-length {cfg.max_length} is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}")
+        raise UserError(
+            f"--max-length {cfg.max_length} is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}"
+        )
     truncation_budget = cfg.max_length or min_ctx
     for task in tasks:
         if not task.length_controlled and task.kind == "generate" and task.max_new_tokens >= truncation_budget:
             # the prompt cap (budget - max_new_tokens) would be <= 0, which middle_truncate reads as "no truncation"
-            raise UserError(f"--max-length {truncation_budget} leaves no prompt for {task.name}, which generates up to "
-                            f"{task.max_new_tokens} tokens: pass a --max-length above {task.max_new_tokens} (it is prompt + generation)")
+            raise UserError(
+                f"--max-length {truncation_budget} leaves no prompt for {task.name}, which generates up to "
+                f"{task.max_new_tokens} tokens: pass a --max-length above {task.max_new_tokens} (it is prompt + generation)"
+            )
     unavailable_lengths: dict[str, dict[str, str]] = {}
     bar = tqdm(total=len(tasks) * len(lengths), desc="samples", unit="set", disable=not cfg.progress, file=sys.stderr)
     for task in tasks:
@@ -297,41 +322,91 @@ def plan_eval(cfg: EvalConfig) -> Plan:
         raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
 
     record_settings = {
-        "backend": cfg.backend, "dtype": cfg.dtype, "batch_size": cfg.batch_size, "max_model_len": None,
-        "rope_theta": cfg.rope_theta, "rope_scaling": cfg.rope_scaling,
-        "template": "chat" if cfg.chat_template else "none", "truncation": "none", "tokenizer": tok_fp,
+        "backend": cfg.backend,
+        "dtype": cfg.dtype,
+        "batch_size": cfg.batch_size,
+        "max_model_len": None,
+        "rope_theta": cfg.rope_theta,
+        "rope_scaling": cfg.rope_scaling,
+        "template": "chat" if cfg.chat_template else "none",
+        "truncation": "none",
+        "tokenizer": tok_fp,
     }
     plan_lengths = sorted({L for t in tasks for L in _task_lengths(t, lengths, truncation_budget)})
     jobs = []
     for c in ckpts:
-        items = [WorkItem(t, s, p, n) for t, L, s, p, n in gen_items if _record_key(c, t, L, s.index, cfg.seed) not in done]
+        items = [
+            WorkItem(t, s, p, n) for t, L, s, p, n in gen_items if _record_key(c, t, L, s.index, cfg.seed) not in done
+        ]
         rw = []
         for w in runner_work:
             todo = [i for i in w.indices if _record_key(c, w.task, w.length, i, cfg.seed) not in done]
             if todo:
                 rw.append(RunnerWork(w.task, w.length, todo))
         if items or rw:
-            base = {"run": name, "suite": label, "seed": cfg.seed,
-                    "settings": {**record_settings, "max_model_len": contexts[c.fingerprint]}}
+            base = {
+                "run": name,
+                "suite": label,
+                "seed": cfg.seed,
+                "settings": {**record_settings, "max_model_len": contexts[c.fingerprint]},
+            }
             jobs.append(CheckpointJob(c, items, rw, settings, base, str(store.path), cfg.seed, cfg.progress))
-    return Plan(cfg, ckpts, name, out, label, full, tasks, unavailable, lengths, tok_fp, jobs, planned, hashes, contexts,
-                plan_lengths, truncation_budget, unavailable_lengths)
+    return Plan(
+        cfg,
+        ckpts,
+        name,
+        out,
+        label,
+        full,
+        tasks,
+        unavailable,
+        lengths,
+        tok_fp,
+        jobs,
+        planned,
+        hashes,
+        contexts,
+        plan_lengths,
+        truncation_budget,
+        unavailable_lengths,
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # 2. run
 # --------------------------------------------------------------------------------------------
-def _record(job: CheckpointJob, task, length: int, index: int, prediction: str, score: float,
-            num_tokens: int | None, dataset_hash: str, metadata: dict) -> dict:
+def _record(
+    job: CheckpointJob,
+    task,
+    length: int,
+    index: int,
+    prediction: str,
+    score: float,
+    num_tokens: int | None,
+    dataset_hash: str,
+    metadata: dict,
+) -> dict:
     assert 0.0 <= score <= 1.0, f"{task.name} scored {score}, outside [0, 1]"
     settings = job.record_base["settings"]
     if isinstance(metadata.get("truncation"), dict):  # LongBench: the one recorded exception to "never truncate"
         settings = {**settings, "truncation": metadata["truncation"].get("rule", "middle")}
     return {
-        "type": "sample", "run": job.record_base["run"], "checkpoint": job.ckpt.ref(), "suite": job.record_base["suite"],
-        "task": task.name, "task_version": task.version, "length": length, "index": index, "seed": job.seed,
-        "dataset_hash": dataset_hash, "prediction": prediction, "score": float(score), "metric": task.metric,
-        "num_tokens": num_tokens, "settings": settings, "metadata": metadata,
+        "type": "sample",
+        "run": job.record_base["run"],
+        "checkpoint": job.ckpt.ref(),
+        "suite": job.record_base["suite"],
+        "task": task.name,
+        "task_version": task.version,
+        "length": length,
+        "index": index,
+        "seed": job.seed,
+        "dataset_hash": dataset_hash,
+        "prediction": prediction,
+        "score": float(score),
+        "metric": task.metric,
+        "num_tokens": num_tokens,
+        "settings": settings,
+        "metadata": metadata,
     }
 
 
@@ -344,34 +419,72 @@ def run_job(job: CheckpointJob, position: int = 0) -> int:
 
     store = ResultStore(job.store_path)
     done = store.done_keys()  # another worker or an earlier run may have finished some since planning
-    items = [it for it in job.items if _record_key(job.ckpt, it.task, it.sample.length, it.sample.index, job.seed) not in done]
+    items = [
+        it
+        for it in job.items
+        if _record_key(job.ckpt, it.task, it.sample.length, it.sample.index, job.seed) not in done
+    ]
     if not items and not job.runner_work:
         return 0
     label = f"ckpt {job.ckpt.step}" if job.ckpt.step is not None else Path(job.ckpt.path).name
     runner = get_runner(job.settings.backend, job.ckpt.path, job.settings)
     added = 0
     try:
-        bar = tqdm(total=len(items) + sum(len(w.indices) for w in job.runner_work), desc=label, unit="sample",
-                   position=position, leave=True, disable=not job.progress, file=sys.stderr)
+        bar = tqdm(
+            total=len(items) + sum(len(w.indices) for w in job.runner_work),
+            desc=label,
+            unit="sample",
+            position=position,
+            leave=True,
+            disable=not job.progress,
+            file=sys.stderr,
+        )
         # Longest prompts first within each max_new_tokens group: an out-of-memory shows at once,
         # and each batch holds similar lengths (little padding).
         items.sort(key=lambda it: (it.sample.max_new_tokens, -it.num_tokens))
         chunk = len(items) if getattr(runner, "submit_all", False) else job.settings.batch_size
         for start in range(0, len(items), max(1, chunk)):
-            part = items[start:start + chunk]
-            preds = runner.generate([GenerationRequest(it.prompt, it.sample.max_new_tokens, tuple(it.sample.metadata.get("stop", ())))
-                                     for it in part])
+            part = items[start : start + chunk]
+            preds = runner.generate(
+                [
+                    GenerationRequest(it.prompt, it.sample.max_new_tokens, tuple(it.sample.metadata.get("stop", ())))
+                    for it in part
+                ]
+            )
             records = [
-                _record(job, it.task, it.sample.length, it.sample.index, pred, it.task.score(pred, it.sample),
-                        it.num_tokens, it.sample.dataset_hash, {**it.sample.metadata, "references": list(it.sample.references)})
+                _record(
+                    job,
+                    it.task,
+                    it.sample.length,
+                    it.sample.index,
+                    pred,
+                    it.task.score(pred, it.sample),
+                    it.num_tokens,
+                    it.sample.dataset_hash,
+                    {**it.sample.metadata, "references": list(it.sample.references)},
+                )
                 for it, pred in zip(part, preds)
             ]
             added += store.append(records)
             bar.update(len(part))
         for w in job.runner_work:
-            out = w.task.evaluate_with_runner(runner, w.length, w.indices, job.seed, runner.tokenizer, progress=job.progress)
-            records = [_record(job, w.task, w.length, r["index"], r["prediction"], r["score"], r.get("num_tokens"),
-                               w.task.dataset_hash(), r.get("metadata") or {}) for r in out]
+            out = w.task.evaluate_with_runner(
+                runner, w.length, w.indices, job.seed, runner.tokenizer, progress=job.progress
+            )
+            records = [
+                _record(
+                    job,
+                    w.task,
+                    w.length,
+                    r["index"],
+                    r["prediction"],
+                    r["score"],
+                    r.get("num_tokens"),
+                    w.task.dataset_hash(),
+                    r.get("metadata") or {},
+                )
+                for r in out
+            ]
             added += store.append(records)
             bar.update(len(w.indices))
         bar.close()
@@ -394,19 +507,33 @@ def build_results(plan: Plan) -> dict:
     suites = _report_suites(plan)
     modes = {(c.training or {}).get("mode") for c in plan.ckpts}
     parents = {str(Path(c.path).parent) for c in plan.ckpts}
-    run = {"name": plan.name, "model": parents.pop() if len(parents) == 1 else sorted(parents),
-           "mode": modes.pop() if len(modes) == 1 else None, "checkpoints": [c.to_dict() for c in plan.ckpts]}
+    run = {
+        "name": plan.name,
+        "model": parents.pop() if len(parents) == 1 else sorted(parents),
+        "mode": modes.pop() if len(modes) == 1 else None,
+        "checkpoints": [c.to_dict() for c in plan.ckpts],
+    }
     ctxs = set(plan.contexts.values())
     families = {t.family for t in plan.tasks}
-    prov = {**provenance(), "backend": cfg.backend, "dtype": cfg.dtype, "batch_size": cfg.batch_size,
-            "max_model_len": ctxs.pop() if len(ctxs) == 1 else sorted(ctxs), "rope_theta": cfg.rope_theta,
-            "rope_scaling": cfg.rope_scaling, "template": "chat" if cfg.chat_template else "none",
-            "truncation": "middle" if "longbench" in families else "none", "tokenizer": plan.tokenizer_fp,
-            "dataset_hashes": plan.dataset_hashes, "seed": cfg.seed,
-            "lm_eval_version": _lm_eval_version() if "short" in families else None,
-            "tensor_parallel_size": cfg.tensor_parallel_size,
-            "data_parallel": cfg.data_parallel, "samples": cfg.samples,
-            "checkpoint_steps": [c.step for c in plan.ckpts]}
+    prov = {
+        **provenance(),
+        "backend": cfg.backend,
+        "dtype": cfg.dtype,
+        "batch_size": cfg.batch_size,
+        "max_model_len": ctxs.pop() if len(ctxs) == 1 else sorted(ctxs),
+        "rope_theta": cfg.rope_theta,
+        "rope_scaling": cfg.rope_scaling,
+        "template": "chat" if cfg.chat_template else "none",
+        "truncation": "middle" if "longbench" in families else "none",
+        "tokenizer": plan.tokenizer_fp,
+        "dataset_hashes": plan.dataset_hashes,
+        "seed": cfg.seed,
+        "lm_eval_version": _lm_eval_version() if "short" in families else None,
+        "tensor_parallel_size": cfg.tensor_parallel_size,
+        "data_parallel": cfg.data_parallel,
+        "samples": cfg.samples,
+        "checkpoint_steps": [c.step for c in plan.ckpts],
+    }
     if "longbench" in families:
         # LongBench's length: the whole budget of a sample (prompt + generation); each prompt is
         # middle-truncated to max_length minus the task's max new tokens (the prompt cap, which
@@ -448,11 +575,11 @@ def _report_suites(plan: Plan) -> dict:
     """The suites results.json reports. A suite spanning families (e.g. "paper": RULER at 4K-128K,
     LongBench at its truncation budget, MMLU/HellaSwag at no length) is reported as one suite per
     family, so no average mixes RULER lengths with LongBench's budget."""
-    from tasks.registry import all_suites
 
     try:
         from tasks.suites import suite_categories
     except ImportError:  # the cross-family suites module is optional
+
         def suite_categories(name):
             return {}
 
@@ -469,11 +596,23 @@ def _report_suites(plan: Plan) -> dict:
 
     suites = {}
     for label, names in groups.items():
-        lengths = sorted({L for n in names if n in tasks_by_name for L in _task_lengths(
-            tasks_by_name[n], plan.lengths, plan.cfg.max_length or min(plan.contexts.values()))})
+        lengths = sorted(
+            {
+                L
+                for n in names
+                if n in tasks_by_name
+                for L in _task_lengths(
+                    tasks_by_name[n], plan.lengths, plan.cfg.max_length or min(plan.contexts.values())
+                )
+            }
+        )
         cats = suite_categories(label) or (suite_categories("longbench") if label == "longbench" else {})
-        entry = {"tasks": list(names), "excluded": [t for t in names if t in excluded],
-                 "unavailable": {t: r for t, r in plan.unavailable.items() if t in names}, "lengths": lengths or plan.lengths}
+        entry = {
+            "tasks": list(names),
+            "excluded": [t for t in names if t in excluded],
+            "unavailable": {t: r for t, r in plan.unavailable.items() if t in names},
+            "lengths": lengths or plan.lengths,
+        }
         cats = {c: [t for t in ts if t in names] for c, ts in cats.items() if any(t in names for t in ts)}
         if cats:
             entry["categories"] = cats

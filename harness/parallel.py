@@ -39,7 +39,7 @@ def device_groups(n: int, tp: int) -> list[str | None]:
             f"--data-parallel {n} x --tensor-parallel-size {tp} needs {n * tp} GPUs, {len(devices)} visible: "
             "lower --data-parallel or --tensor-parallel-size"
         )
-    return [",".join(devices[i * tp:(i + 1) * tp]) for i in range(n)]
+    return [",".join(devices[i * tp : (i + 1) * tp]) for i in range(n)]
 
 
 _SLOT: dict = {}
@@ -80,7 +80,9 @@ def run_jobs_parallel(jobs: list, n: int, tp: int = 1, ray_address: str | None =
     slots = ctx.Manager().Queue()
     for i, g in enumerate(groups):
         slots.put((i, g))
-    with ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_init_worker, initargs=(slots, threads)) as pool:
+    with ProcessPoolExecutor(
+        max_workers=n, mp_context=ctx, initializer=_init_worker, initargs=(slots, threads)
+    ) as pool:
         return sum(f.result() for f in [pool.submit(_run_in_worker, job) for job in jobs])
 
 
@@ -92,7 +94,9 @@ def _run_ray(jobs: list, tp: int, address: str) -> int:
     try:
         ray.init(address=address, ignore_reinit_error=True)
     except (ConnectionError, ValueError, RuntimeError) as exc:
-        raise UserError(f"cannot connect to the Ray cluster at {address} ({exc}): start it with `ray start --head` or fix --ray-address") from None
+        raise UserError(
+            f"cannot connect to the Ray cluster at {address} ({exc}): start it with `ray start --head` or fix --ray-address"
+        ) from None
     try:
         import torch
 

@@ -47,8 +47,12 @@ def _check_header(path: Path, line: bytes) -> dict:
         header = json.loads(line)
     except ValueError:
         header = None
-    if not (isinstance(header, dict) and header.get("type") == "header" and isinstance(header.get("schema_version"), int)):
-        raise StoreError(f"{path} is not a harness results store (its first line is not a store header): pass another --out or move the file away")
+    if not (
+        isinstance(header, dict) and header.get("type") == "header" and isinstance(header.get("schema_version"), int)
+    ):
+        raise StoreError(
+            f"{path} is not a harness results store (its first line is not a store header): pass another --out or move the file away"
+        )
     if header["schema_version"] > SCHEMA_VERSION:
         raise StoreError(
             f"{path} has store schema_version {header['schema_version']}, this harness reads {SCHEMA_VERSION}: "
@@ -69,7 +73,9 @@ def _parse_record(path: Path, line_no: int, line: bytes) -> dict | None:
             "fix or delete that line, or move the file away and re-run"
         ) from None
     if not isinstance(rec, dict) or "type" not in rec:
-        raise StoreError(f"{path} line {line_no} is corrupt (not a store record): fix or delete that line, or move the file away")
+        raise StoreError(
+            f"{path} line {line_no} is corrupt (not a store record): fix or delete that line, or move the file away"
+        )
     return rec if rec["type"] == "sample" else None
 
 
@@ -110,7 +116,9 @@ def read_store(path: str | Path) -> tuple[dict, list[dict]]:
     if not complete:
         if tail.startswith(_HEADER_PREFIX) or _HEADER_PREFIX.startswith(tail):
             raise StoreError(f"results store {path} is empty: nothing was evaluated yet")
-        raise StoreError(f"{path} is not a harness results store (its first line is not a store header): pass a samples.jsonl written by harness eval")
+        raise StoreError(
+            f"{path} is not a harness results store (its first line is not a store header): pass a samples.jsonl written by harness eval"
+        )
     header_line, rest = complete.split(b"\n", 1)
     header = _check_header(path, header_line)
     records = [r for n, line in _lines(rest, 2) if (r := _parse_record(path, n, line)) is not None]
@@ -133,7 +141,9 @@ class ResultStore:
                 head = _read_from(fd, 0)
                 if b"\n" not in head:
                     if not (head.startswith(_HEADER_PREFIX) or _HEADER_PREFIX.startswith(head)):
-                        raise StoreError(f"{self.path} is not a harness results store (its first line is not a store header): pass another --out or move the file away")
+                        raise StoreError(
+                            f"{self.path} is not a harness results store (its first line is not a store header): pass another --out or move the file away"
+                        )
                     os.ftruncate(fd, 0)  # a writer died while writing the header itself
                     size = 0
             if not size:
@@ -159,7 +169,7 @@ class ResultStore:
     def _write(fd: int, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
 
     def _refresh(self, fd: int, truncate_torn: bool) -> list[dict]:

@@ -38,16 +38,27 @@ def _checkpoint_line(run: dict) -> str:
 
 def _provenance_line(prov: dict) -> str:
     parts = []
-    for key, label in (("backend", "backend"), ("dtype", "dtype"), ("batch_size", "batch"), ("max_model_len", "max_model_len"),
-                       ("rope_theta", "rope_theta"), ("rope_scaling", "rope_scaling"), ("template", "template"),
-                       ("truncation", "truncation"), ("max_length", "max_length"), ("lm_eval_version", "lm-eval"),
-                       ("seed", "seed")):
+    for key, label in (
+        ("backend", "backend"),
+        ("dtype", "dtype"),
+        ("batch_size", "batch"),
+        ("max_model_len", "max_model_len"),
+        ("rope_theta", "rope_theta"),
+        ("rope_scaling", "rope_scaling"),
+        ("template", "template"),
+        ("truncation", "truncation"),
+        ("max_length", "max_length"),
+        ("lm_eval_version", "lm-eval"),
+        ("seed", "seed"),
+    ):
         if prov.get(key) is not None:
             parts.append(f"{label} {prov[key]}")
     version = prov.get("package_version")
     if version:
         git = prov.get("git_hash")
-        parts.append(f"harness {version}" + (f" ({git[:12]}{'-dirty' if git.endswith('-dirty') else ''})" if git else ""))
+        parts.append(
+            f"harness {version}" + (f" ({git[:12]}{'-dirty' if git.endswith('-dirty') else ''})" if git else "")
+        )
     if prov.get("created"):
         parts.append(f"created {prov['created']}")
     return " · ".join(parts)
@@ -70,8 +81,10 @@ def _suite_block(name: str, suite: dict, num_ckpts: int) -> list[str]:
     total = len(suite.get("tasks", []))
     covered = f"{len(suite.get('evaluated', []))}/{total}"  # tasks with any score; cells say when they cover fewer
     threshold = eff.get("threshold")
-    out = [f"{name} · tasks {covered} · effective length {eff.get('label', MISSING)}"
-           + (f" (threshold {threshold:g})" if threshold is not None else "")]
+    out = [
+        f"{name} · tasks {covered} · effective length {eff.get('label', MISSING)}"
+        + (f" (threshold {threshold:g})" if threshold is not None else "")
+    ]
     if suite.get("excluded"):
         out.append("excluded: " + ", ".join(suite["excluded"]))
     for task, reason in (suite.get("unavailable") or {}).items():
@@ -88,8 +101,11 @@ def _suite_block(name: str, suite: dict, num_ckpts: int) -> list[str]:
     for task in suite.get("evaluated", []):
         cells = suite.get("per_task", {}).get(task, {})
         ts = task_summaries.get(task, {})
-        rows.append([task] + [format_cell(cells.get(str(L)), num_ckpts) for L in lengths]
-                    + [format_cell(ts.get(key), num_ckpts) for key, _ in _SUMMARY_COLUMNS])
+        rows.append(
+            [task]
+            + [format_cell(cells.get(str(L)), num_ckpts) for L in lengths]
+            + [format_cell(ts.get(key), num_ckpts) for key, _ in _SUMMARY_COLUMNS]
+        )
     for cat, per_len in (suite.get("categories") or {}).items():
         stats = [per_len.get(str(L)) for L in lengths]
         cov = next((s for s in stats if s), None)

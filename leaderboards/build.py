@@ -22,8 +22,14 @@ from tasks.lengths import format_length as _format_length
 SCHEMA_VERSION = 1
 
 # Display names; unknown suites/tasks show their own name.
-SUITE_LABELS = {"ruler": "RULER", "longbench": "LongBench", "short": "Short context", "icl": "ICL", "ppl": "Perplexity",
-                "paper": "Paper suite"}
+SUITE_LABELS = {
+    "ruler": "RULER",
+    "longbench": "LongBench",
+    "short": "Short context",
+    "icl": "ICL",
+    "ppl": "Perplexity",
+    "paper": "Paper suite",
+}
 _PREFIX_LABELS = {"ruler": "RULER", "longbench": "LongBench", "icl": "ICL"}
 # Suites scored so that lower is better (perplexity): no "best" mark, colour scale reversed.
 LOWER_IS_BETTER = {"ppl"}
@@ -37,7 +43,7 @@ def format_length(value: int) -> str:
 
 
 def suite_label(name: str) -> str:
-    """"ruler" -> RULER, "ruler-llama2" -> RULER llama2, "longbench-icl" -> LongBench ICL."""
+    """ "ruler" -> RULER, "ruler-llama2" -> RULER llama2, "longbench-icl" -> LongBench ICL."""
     if name in SUITE_LABELS:
         return SUITE_LABELS[name]
     head, _, rest = name.partition("-")
@@ -49,6 +55,8 @@ def suite_label(name: str) -> str:
 def is_ruler(name: str) -> bool:
     """RULER-type suites get wAvg and effective-length columns and the charts."""
     return name == "ruler" or name.startswith("ruler-")
+
+
 TASK_LABELS = {"mmlu": "MMLU", "hellaswag": "HellaSwag"}
 TASK_ORDER = ["mmlu", "hellaswag"]  # the paper's table order
 SUMMARY_LABELS = {"avg": "Avg", "wavg_inc": "wAvg (inc)", "wavg_dec": "wAvg (dec)"}
@@ -58,8 +66,20 @@ SUMMARY_HELP = {
     "wavg_dec": "Weighted average, weights decreasing with length (RULER)",
 }
 PROVENANCE_FIELDS = [
-    "package_version", "git_hash", "backend", "dtype", "batch_size", "max_model_len", "rope_theta",
-    "rope_scaling", "template", "truncation", "tokenizer", "seed", "lm_eval_version", "created",
+    "package_version",
+    "git_hash",
+    "backend",
+    "dtype",
+    "batch_size",
+    "max_model_len",
+    "rope_theta",
+    "rope_scaling",
+    "template",
+    "truncation",
+    "tokenizer",
+    "seed",
+    "lm_eval_version",
+    "created",
 ]
 
 
@@ -73,7 +93,9 @@ def resolve_path(arg: str | Path) -> Path:
     if path.is_dir():
         path = path / "results.json"
     if not path.is_file():
-        raise UserError(f"no results file at {path}: pass a results.json or the run directory that holds it (written by `harness eval`)")
+        raise UserError(
+            f"no results file at {path}: pass a results.json or the run directory that holds it (written by `harness eval`)"
+        )
     return path
 
 
@@ -87,18 +109,26 @@ def _read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path} is not valid JSON ({exc}): re-create it with `harness eval` or `harness report`") from None
+        raise UserError(
+            f"{path} is not valid JSON ({exc}): re-create it with `harness eval` or `harness report`"
+        ) from None
 
 
 def _is_stats(value) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("mean"), (int, float)) and not isinstance(value.get("mean"), bool)
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("mean"), (int, float))
+        and not isinstance(value.get("mean"), bool)
+    )
 
 
 def validate(data, path: Path | str) -> dict:
     """Schema checks from docs/contracts.md; a bad file is a UserError naming it."""
 
     def bad(what: str):
-        raise UserError(f"{path}: {what}; it does not follow the results.json schema (re-create it with `harness eval`)")
+        raise UserError(
+            f"{path}: {what}; it does not follow the results.json schema (re-create it with `harness eval`)"
+        )
 
     if not isinstance(data, dict):
         bad("top level is not an object")
@@ -217,15 +247,25 @@ def _stat_cell(stats: dict, what: str, extra: str = "") -> dict:
     if stats.get("min") is not None and stats.get("max") is not None:
         parts.append(f"min {stats['min']:.2f}, max {stats['max']:.2f}")
     if n is not None:
-        parts.append(f"{n} checkpoint{'s' if n != 1 else ''}" + (f": steps {', '.join('?' if x is None else str(x) for x in steps)}" if steps else ""))
+        parts.append(
+            f"{n} checkpoint{'s' if n != 1 else ''}"
+            + (f": steps {', '.join('?' if x is None else str(x) for x in steps)}" if steps else "")
+        )
     if stats.get("num_samples") is not None:
         parts.append(f"{stats['num_samples']} samples")
     if extra:
         parts.append(extra)
     return {
-        "value": float(stats["mean"]), "std": stats.get("std"), "min": stats.get("min"), "max": stats.get("max"),
-        "n": n, "steps": steps, "num_samples": stats.get("num_samples"), "reason": None,
-        "text": fmt(stats["mean"]), "title": "\n".join(parts),
+        "value": float(stats["mean"]),
+        "std": stats.get("std"),
+        "min": stats.get("min"),
+        "max": stats.get("max"),
+        "n": n,
+        "steps": steps,
+        "num_samples": stats.get("num_samples"),
+        "reason": None,
+        "text": fmt(stats["mean"]),
+        "title": "\n".join(parts),
     }
 
 
@@ -267,11 +307,25 @@ def _suite_columns(name: str, suites: list[dict]) -> list[dict]:
         cols.append({"key": "tasks", "label": "Tasks", "help": "Tasks with scores / tasks in the suite"})
     if is_ruler(name) or not any(s.get("categories") for s in suites) and all(len(s["tasks"]) > 3 for s in suites):
         lengths = sorted({L for s in suites for L in _lengths(s)})
-        cols += [{"key": f"len:{L}", "label": format_length(L), "length": L, "help": f"Average over tasks at {format_length(L)} tokens"} for L in lengths]
+        cols += [
+            {
+                "key": f"len:{L}",
+                "label": format_length(L),
+                "length": L,
+                "help": f"Average over tasks at {format_length(L)} tokens",
+            }
+            for L in lengths
+        ]
         summary_keys = ["avg", "wavg_inc", "wavg_dec"] if is_ruler(name) else ["avg"]
         cols += [{"key": k, "label": SUMMARY_LABELS[k], "help": SUMMARY_HELP[k]} for k in summary_keys]
         if is_ruler(name):
-            cols.append({"key": "eff", "label": "Eff. length", "help": "Effective length: largest length with the average above the threshold at it and every shorter length"})
+            cols.append(
+                {
+                    "key": "eff",
+                    "label": "Eff. length",
+                    "help": "Effective length: largest length with the average above the threshold at it and every shorter length",
+                }
+            )
     elif any(s.get("categories") for s in suites):
         cats: dict[str, set] = {}
         for s in suites:
@@ -281,8 +335,13 @@ def _suite_columns(name: str, suites: list[dict]) -> list[dict]:
         for cat in order:
             short = cat.removeprefix(label + " ").strip() or cat
             for L in sorted(cats[cat]):
-                col = {"key": f"cat:{cat}:{L}", "label": short, "category": cat, "length": L,
-                       "help": f"{cat}" + (f" at {format_length(L)} tokens" if L else "")}
+                col = {
+                    "key": f"cat:{cat}:{L}",
+                    "label": short,
+                    "category": cat,
+                    "length": L,
+                    "help": f"{cat}" + (f" at {format_length(L)} tokens" if L else ""),
+                }
                 if len(cats[cat]) > 1:  # a category at several lengths gets its own header group
                     col.update(label=format_length(L), group=f"{label} · {cat}")
                 cols.append(col)
@@ -296,8 +355,15 @@ def _suite_columns(name: str, suites: list[dict]) -> list[dict]:
         for t in sorted(tasks, key=lambda t: (TASK_ORDER.index(t) if t in TASK_ORDER else len(TASK_ORDER), t)):
             for L in sorted(tasks[t]) or [None]:
                 tl = TASK_LABELS.get(t, t)
-                cols.append({"key": f"task:{t}:{L}", "label": f"{tl} {format_length(L)}" if multi and L else tl,
-                             "task": t, "length": L, "help": f"{tl}" + (f" at {format_length(L)} tokens" if L else "")})
+                cols.append(
+                    {
+                        "key": f"task:{t}:{L}",
+                        "label": f"{tl} {format_length(L)}" if multi and L else tl,
+                        "task": t,
+                        "length": L,
+                        "help": f"{tl}" + (f" at {format_length(L)} tokens" if L else ""),
+                    }
+                )
         if len(tasks) > 1 and not multi:
             pass  # a two-task short suite reads better without an average nobody reports
     for c in cols:
@@ -317,7 +383,9 @@ def _cell(run: dict, suite_name: str, col: dict, threshold: float | None) -> dic
     if key == "tasks":
         cell = {"value": covered, "total": total, "text": f"{covered}/{total}", "reason": None}
         missing = [t for t in suite["tasks"] if t not in suite["evaluated"]]
-        cell["title"] = f"{covered} of {total} tasks scored" + ("".join(f"\n• {_task_reason(suite, t)}" for t in missing))
+        cell["title"] = f"{covered} of {total} tasks scored" + (
+            "".join(f"\n• {_task_reason(suite, t)}" for t in missing)
+        )
         return cell
     if key.startswith("len:"):
         L = col["length"]
@@ -340,9 +408,13 @@ def _cell(run: dict, suite_name: str, col: dict, threshold: float | None) -> dic
         if not _is_stats(stats):
             have, total_len = suite["summary"].get("lengths_covered"), suite["summary"].get("lengths_total")
             if have is not None and total_len is not None and have < total_len:
-                return _missing(f"{SUMMARY_LABELS[key]} needs every length of the run: only {have}/{total_len} have an average")
+                return _missing(
+                    f"{SUMMARY_LABELS[key]} needs every length of the run: only {have}/{total_len} have an average"
+                )
             return _missing(f"{SUMMARY_LABELS[key]} not in this run's results")
-        return _stat_cell(stats, f"{label} {SUMMARY_LABELS[key]}", f"over {len(suite['per_length'])} lengths, {covered}/{total} tasks")
+        return _stat_cell(
+            stats, f"{label} {SUMMARY_LABELS[key]}", f"over {len(suite['per_length'])} lengths, {covered}/{total} tasks"
+        )
     if key == "eff":
         return _eff_cell(suite, threshold)
     if key.startswith("cat:"):
@@ -355,7 +427,11 @@ def _cell(run: dict, suite_name: str, col: dict, threshold: float | None) -> dic
         by_len = suite["per_task"].get(t) or {}
         stats = by_len.get(str(col["length"])) if col["length"] is not None else None
         if stats is None:
-            reason = _task_reason(suite, t) if t not in suite["evaluated"] else f"{t} not evaluated at {format_length(col['length'])}"
+            reason = (
+                _task_reason(suite, t)
+                if t not in suite["evaluated"]
+                else f"{t} not evaluated at {format_length(col['length'])}"
+            )
             return _missing(reason)
         return _stat_cell(stats, TASK_LABELS.get(t, t))
     raise AssertionError(f"unknown column {key}")
@@ -374,14 +450,21 @@ def _eff_cell(suite: dict, threshold: float | None) -> dict:
         if not eff:
             return _missing("effective length not in this run's results")
         if covered != total:
-            return _missing(f"only {covered}/{total} tasks: effective length is shown for full suites only (pass --threshold to show it anyway)")
+            return _missing(
+                f"only {covered}/{total} tasks: effective length is shown for full suites only (pass --threshold to show it anyway)"
+            )
         value, text, note = eff.get("value"), eff.get("label") or "—", f"threshold {eff.get('threshold')}"
     lengths = _lengths(suite)
     if value is None and lengths and text == "below the first length":
         text = f"< {format_length(lengths[0])}"  # short enough for the column; the title spells it out
     # Sorts below every real length (0), yet is a value, not a missing cell.
-    return {"value": value if value is not None else 0, "text": text, "reason": None, "partial": covered != total,
-            "title": f"effective length {text}" + (" (below the first length)" if value is None else "") + f": {note}"}
+    return {
+        "value": value if value is not None else 0,
+        "text": text,
+        "reason": None,
+        "partial": covered != total,
+        "title": f"effective length {text}" + (" (below the first length)" if value is None else "") + f": {note}",
+    }
 
 
 def _color(t: float) -> str:
@@ -414,8 +497,11 @@ def _paint(rows: list[dict], columns: list[dict], cells_key: str, diverging: boo
             else:
                 t = (cell["value"] - lo) / (hi - lo) if hi > lo else 0.5
                 cell["color"] = _color(1 - t if col["suite"] in LOWER_IS_BETTER else t)
-        comparable = [r[cells_key][col["id"]]["value"] for r in rows
-                      if col["suite"] not in r["flag_suites"] and r[cells_key][col["id"]]["value"] is not None]
+        comparable = [
+            r[cells_key][col["id"]]["value"]
+            for r in rows
+            if col["suite"] not in r["flag_suites"] and r[cells_key][col["id"]]["value"] is not None
+        ]
         if diverging or len(comparable) < 2 or col["suite"] in LOWER_IS_BETTER:
             continue
         for r in rows:
@@ -429,11 +515,18 @@ def _flag_sets(runs: list[dict], suite_names: list[str], against: dict[str, tupl
     where: dict[str, set] = {r["run"]["name"]: set() for r in runs}
     for sname in suite_names:
         have = [r for r in runs if sname in r["suites"]]
-        sets = {r["run"]["name"]: (frozenset(r["suites"][sname]["evaluated"]), frozenset(_lengths(r["suites"][sname]))) for r in have}
+        sets = {
+            r["run"]["name"]: (frozenset(r["suites"][sname]["evaluated"]), frozenset(_lengths(r["suites"][sname])))
+            for r in have
+        }
         if against is not None:
             ref = against.get(sname)
         else:
-            ref = (frozenset().union(*(s[0] for s in sets.values())), frozenset().union(*(s[1] for s in sets.values()))) if sets else None
+            ref = (
+                (frozenset().union(*(s[0] for s in sets.values())), frozenset().union(*(s[1] for s in sets.values())))
+                if sets
+                else None
+            )
         if ref is None or len(set(sets.values()) | {ref}) == 1:
             continue
         label = suite_label(sname)
@@ -441,10 +534,16 @@ def _flag_sets(runs: list[dict], suite_names: list[str], against: dict[str, tupl
             why = []
             if tasks != ref[0]:
                 lacks, extra = sorted(ref[0] - tasks), sorted(tasks - ref[0])
-                why.append(f"{label}: tasks differ" + (f" (lacks {', '.join(lacks)})" if lacks else "") + (f" (extra {', '.join(extra)})" if extra else ""))
+                why.append(
+                    f"{label}: tasks differ"
+                    + (f" (lacks {', '.join(lacks)})" if lacks else "")
+                    + (f" (extra {', '.join(extra)})" if extra else "")
+                )
             if lengths != ref[1]:
                 lacks = sorted(ref[1] - lengths)
-                why.append(f"{label}: lengths differ" + (f" (lacks {', '.join(map(format_length, lacks))})" if lacks else ""))
+                why.append(
+                    f"{label}: lengths differ" + (f" (lacks {', '.join(map(format_length, lacks))})" if lacks else "")
+                )
             flags[name] += why
             if why:
                 where[name].add(sname)
@@ -465,7 +564,9 @@ def _checkpoint_text(run: dict) -> tuple[str, list[int]]:
     return f"{_steps_range(steps)} ({len(steps)})", steps
 
 
-def build(runs: list[dict], baseline: str | None = None, threshold: float | None = None, title: str | None = None) -> dict:
+def build(
+    runs: list[dict], baseline: str | None = None, threshold: float | None = None, title: str | None = None
+) -> dict:
     """The leaderboard model: what every output shows."""
     names = [r["run"]["name"] for r in runs]
     if baseline is not None and baseline not in names:
@@ -474,7 +575,7 @@ def build(runs: list[dict], baseline: str | None = None, threshold: float | None
         raise UserError(f"--threshold {threshold} is outside 0..100: scores are percentages (RULER uses 85.6)")
 
     present = {s for r in runs for s in r["suites"]}
-    rank = lambda s: next((i for i, p in enumerate(SUITE_ORDER) if s == p or s.startswith(p + "-")), len(SUITE_ORDER))  # noqa: E731
+    rank = lambda s: next((i for i, p in enumerate(SUITE_ORDER) if s == p or s.startswith(p + "-")), len(SUITE_ORDER))
     suite_names = sorted(present, key=lambda s: (rank(s), s))
     columns = [c for s in suite_names for c in _suite_columns(s, [r["suites"][s] for r in runs if s in r["suites"]])]
     groups = []
@@ -488,7 +589,10 @@ def build(runs: list[dict], baseline: str | None = None, threshold: float | None
     base_run = next((r for r in runs if r["run"]["name"] == baseline), None)
     base_sets = None
     if base_run is not None:
-        base_sets = {s: (frozenset(base_run["suites"][s]["evaluated"]), frozenset(_lengths(base_run["suites"][s]))) for s in base_run["suites"]}
+        base_sets = {
+            s: (frozenset(base_run["suites"][s]["evaluated"]), frozenset(_lengths(base_run["suites"][s])))
+            for s in base_run["suites"]
+        }
     delta_flags = _flag_sets(runs, suite_names, base_sets)[0] if base_run is not None else {}
 
     rows = []
@@ -496,9 +600,16 @@ def build(runs: list[dict], baseline: str | None = None, threshold: float | None
         info = run["run"]
         ckpt_text, steps = _checkpoint_text(run)
         row = {
-            "id": f"r{i}", "run": info["name"], "model": _text(info.get("model")), "mode": _text(info.get("mode")),
-            "checkpoints": ckpt_text, "steps": steps, "flags": flags[info["name"]], "flag_suites": sorted(flag_suites[info["name"]]),
-            "delta_flags": delta_flags.get(info["name"], []), "is_baseline": info["name"] == baseline,
+            "id": f"r{i}",
+            "run": info["name"],
+            "model": _text(info.get("model")),
+            "mode": _text(info.get("mode")),
+            "checkpoints": ckpt_text,
+            "steps": steps,
+            "flags": flags[info["name"]],
+            "flag_suites": sorted(flag_suites[info["name"]]),
+            "delta_flags": delta_flags.get(info["name"], []),
+            "is_baseline": info["name"] == baseline,
             "cells": {c["id"]: _cell(run, c["suite"], c, threshold) for c in columns},
         }
         rows.append(row)
@@ -510,14 +621,26 @@ def build(runs: list[dict], baseline: str | None = None, threshold: float | None
             row["delta"] = {c["id"]: _delta_cell(row, base_row, c, baseline) for c in columns}
         _paint(rows, columns, "delta", diverging=True)
 
-    thresholds = sorted({(s["summary"].get("effective_length") or {}).get("threshold")
-                         for r in runs for n, s in r["suites"].items() if is_ruler(n)} - {None})
+    thresholds = sorted(
+        {
+            (s["summary"].get("effective_length") or {}).get("threshold")
+            for r in runs
+            for n, s in r["suites"].items()
+            if is_ruler(n)
+        }
+        - {None}
+    )
     return {
         "schema_version": 1,
         "title": title or "Long-context leaderboard",
         "threshold": threshold,
-        "threshold_text": (f"{threshold:g} (--threshold)" if threshold is not None
-                           else ", ".join(f"{t:g}" for t in thresholds) + " (from the results)" if thresholds else None),
+        "threshold_text": (
+            f"{threshold:g} (--threshold)"
+            if threshold is not None
+            else ", ".join(f"{t:g}" for t in thresholds) + " (from the results)"
+            if thresholds
+            else None
+        ),
         "baseline": baseline,
         "suites": suite_names,
         "groups": groups,
@@ -535,17 +658,30 @@ def _delta_cell(row: dict, base: dict, col: dict, baseline: str) -> dict:
     if col["key"] == "tasks":
         return {**a, "title": a.get("title", "") + f"\nbaseline {baseline}: {b['text']}"}
     if col["key"] == "eff":
-        return {"value": None, "text": a["text"], "reason": None, "title": f"{a['text']} here; baseline {baseline}: {b['text']}",
-                "plain": True}
+        return {
+            "value": None,
+            "text": a["text"],
+            "reason": None,
+            "title": f"{a['text']} here; baseline {baseline}: {b['text']}",
+            "plain": True,
+        }
     if row["is_baseline"]:
-        return {"value": 0.0 if a["value"] is not None else None, "text": "base" if a["value"] is not None else "—",
-                "reason": a["reason"], "title": a["title"]}
+        return {
+            "value": 0.0 if a["value"] is not None else None,
+            "text": "base" if a["value"] is not None else "—",
+            "reason": a["reason"],
+            "title": a["title"],
+        }
     if a["value"] is None or b["value"] is None:
         reason = a["reason"] if a["value"] is None else f"baseline {baseline}: {b['reason']}"
         return _missing(reason)
     d = a["value"] - b["value"]
-    return {"value": d, "text": fmt_delta(d), "reason": None,
-            "title": f"{row['run']} {a['value']:.2f} − {baseline} {b['value']:.2f} = {d:+.2f}"}
+    return {
+        "value": d,
+        "text": fmt_delta(d),
+        "reason": None,
+        "title": f"{row['run']} {a['value']:.2f} − {baseline} {b['value']:.2f} = {d:+.2f}",
+    }
 
 
 def _drilldown(run: dict) -> dict:
@@ -572,11 +708,28 @@ def _drilldown(run: dict) -> dict:
             grid.append({"task": t, "label": TASK_LABELS.get(t, t), "cells": cells})
         cats = []
         for cat, by_len in sorted((suite.get("categories") or {}).items()):
-            cats.append({"category": cat, "cells": [_stat_cell(by_len[str(L)], f"{cat} {format_length(L)}") if str(L) in by_len
-                                                     else _missing(f"{cat} not evaluated at {format_length(L)}") for L in lengths]})
+            cats.append(
+                {
+                    "category": cat,
+                    "cells": [
+                        _stat_cell(by_len[str(L)], f"{cat} {format_length(L)}")
+                        if str(L) in by_len
+                        else _missing(f"{cat} not evaluated at {format_length(L)}")
+                        for L in lengths
+                    ],
+                }
+            )
         covered, total = _covered(suite)
-        suites.append({"suite": sname, "label": suite_label(sname), "lengths": [format_length(L) for L in lengths],
-                       "grid": grid, "categories": cats, "tasks_text": f"{covered}/{total}"})
+        suites.append(
+            {
+                "suite": sname,
+                "label": suite_label(sname),
+                "lengths": [format_length(L) for L in lengths],
+                "grid": grid,
+                "categories": cats,
+                "tasks_text": f"{covered}/{total}",
+            }
+        )
     return {"run": run["run"]["name"], "suites": suites}
 
 
@@ -585,17 +738,31 @@ def _provenance(runs: list[dict]) -> dict:
     extra = sorted({k for r in runs for k in (r.get("provenance") or {})} - set(PROVENANCE_FIELDS) - {"dataset_hashes"})
     for f in PROVENANCE_FIELDS + extra:
         vals = [(r.get("provenance") or {}).get(f) for r in runs]
-        fields.append({"field": f, "cells": ["—" if v is None else json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in vals],
-                       "differs": len({json.dumps(v, sort_keys=True) for v in vals}) > 1})
+        fields.append(
+            {
+                "field": f,
+                "cells": ["—" if v is None else json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in vals],
+                "differs": len({json.dumps(v, sort_keys=True) for v in vals}) > 1,
+            }
+        )
     runs_info = []
     for r in runs:
         prov = r.get("provenance") or {}
-        runs_info.append({
-            "run": r["run"]["name"], "sources": r["sources"],
-            "dataset_hashes": sorted((prov.get("dataset_hashes") or {}).items()),
-            "checkpoints": [{"step": c.get("step"), "path": str(c.get("path", "—")), "fingerprint": str(c.get("fingerprint", "—"))}
-                            for c in r["run"].get("checkpoints", [])],
-        })
+        runs_info.append(
+            {
+                "run": r["run"]["name"],
+                "sources": r["sources"],
+                "dataset_hashes": sorted((prov.get("dataset_hashes") or {}).items()),
+                "checkpoints": [
+                    {
+                        "step": c.get("step"),
+                        "path": str(c.get("path", "—")),
+                        "fingerprint": str(c.get("fingerprint", "—")),
+                    }
+                    for c in r["run"].get("checkpoints", [])
+                ],
+            }
+        )
     return {"runs": [r["run"]["name"] for r in runs], "fields": fields, "details": runs_info}
 
 
@@ -607,7 +774,9 @@ def _series(runs: list[dict]) -> dict:
         if name is None:
             continue
         suite = r["suites"][name]
-        pts = [(int(L), s["mean"], s.get("std")) for L, s in sorted(suite["per_length"].items(), key=lambda kv: int(kv[0]))]
+        pts = [
+            (int(L), s["mean"], s.get("std")) for L, s in sorted(suite["per_length"].items(), key=lambda kv: int(kv[0]))
+        ]
         if pts:
             by_length.append({"run": r["run"]["name"], "points": pts})
         lines = []

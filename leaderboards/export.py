@@ -66,15 +66,26 @@ def json_table(board: dict, view: str = "scores") -> dict:
     key = _cells_key(view)
     keep = ("value", "std", "min", "max", "n", "steps", "num_samples", "text", "reason")
     return {
-        "title": board["title"], "view": view, "baseline": board["baseline"],
+        "title": board["title"],
+        "view": view,
+        "baseline": board["baseline"],
         "threshold": board["threshold_text"],
-        "columns": [{"id": c["id"], "suite": c["suite"], "group": c["group"], "label": c["label"]} for c in board["columns"]],
-        "rows": [{
-            "id": row["id"], "run": row["run"], "model": row["model"], "mode": row["mode"],
-            "checkpoints": row["checkpoints"], "steps": row["steps"],
-            "flags": row["flags"] if view == "scores" else row["delta_flags"],
-            "cells": {cid: {k: cell.get(k) for k in keep if k in cell} for cid, cell in row[key].items()},
-        } for row in board["rows"]],
+        "columns": [
+            {"id": c["id"], "suite": c["suite"], "group": c["group"], "label": c["label"]} for c in board["columns"]
+        ],
+        "rows": [
+            {
+                "id": row["id"],
+                "run": row["run"],
+                "model": row["model"],
+                "mode": row["mode"],
+                "checkpoints": row["checkpoints"],
+                "steps": row["steps"],
+                "flags": row["flags"] if view == "scores" else row["delta_flags"],
+                "cells": {cid: {k: cell.get(k) for k in keep if k in cell} for cid, cell in row[key].items()},
+            }
+            for row in board["rows"]
+        ],
     }
 
 
@@ -99,8 +110,14 @@ def to_json(board: dict, view: str = "scores") -> str:
 
 def _md_escape(text: str) -> str:
     # Pipes break the table; angle brackets and ampersands would be live HTML where Markdown renders.
-    return (text.replace("\\", "\\\\").replace("|", "\\|").replace("&", "&amp;")
-            .replace("<", "&lt;").replace(">", "&gt;").replace("\n", " "))
+    return (
+        text.replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("\n", " ")
+    )
 
 
 def to_markdown(board: dict, view: str = "scores") -> str:

@@ -36,14 +36,28 @@ def render_html(board: dict, generated: str | None = None) -> str:
 
     series = board["series"]
     charts = {
-        "by_length": length_chart(series["by_length"], threshold=board["threshold"] if board["threshold"] is not None else _common_threshold(board))
-        if series["by_length"] else None,
-        "by_step": [step_chart(s) for s in series["by_step"] if len({st for l in s["lines"] for st, _ in l["points"]}) > 1],
+        "by_length": length_chart(
+            series["by_length"],
+            threshold=board["threshold"] if board["threshold"] is not None else _common_threshold(board),
+        )
+        if series["by_length"]
+        else None,
+        "by_step": [
+            step_chart(s) for s in series["by_step"] if len({st for l in s["lines"] for st, _ in l["points"]}) > 1
+        ],
     }
     markdown = {v: to_markdown(board, v) for v in (["scores", "delta"] if board["baseline"] else ["scores"])}
-    return environment().get_template("index.html.j2").render(
-        board=board, charts=charts, markdown=markdown, downloads=table_data(board),
-        generated=generated or now_iso(), version=__version__,
+    return (
+        environment()
+        .get_template("index.html.j2")
+        .render(
+            board=board,
+            charts=charts,
+            markdown=markdown,
+            downloads=table_data(board),
+            generated=generated or now_iso(),
+            version=__version__,
+        )
     )
 
 

@@ -78,26 +78,51 @@ def _fmt_tick(v: float) -> str:
     return f"{v:g}"
 
 
-def _chart(series, x: Axis, y: Axis, x_ticks, x_label_fn, y_ticks, width, height, title, x_title, y_title,
-           threshold=None, label: str = "chart") -> Markup:
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" role="img" '
-           f'aria-label="{escape(title)}" data-chart="{escape(label)}">']
+def _chart(
+    series,
+    x: Axis,
+    y: Axis,
+    x_ticks,
+    x_label_fn,
+    y_ticks,
+    width,
+    height,
+    title,
+    x_title,
+    y_title,
+    threshold=None,
+    label: str = "chart",
+) -> Markup:
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(title)}" data-chart="{escape(label)}">'
+    ]
     out.append(f'<text class="chart-title" x="{x.p0:.1f}" y="16">{escape(title)}</text>')
     for v in y_ticks:
         py = y(v)
         out.append(f'<line class="grid" x1="{x.p0:.1f}" x2="{x.p1:.1f}" y1="{py:.1f}" y2="{py:.1f}"/>')
-        out.append(f'<text class="tick" x="{x.p0 - 6:.1f}" y="{py + 4:.1f}" text-anchor="end">{escape(_fmt_tick(v))}</text>')
+        out.append(
+            f'<text class="tick" x="{x.p0 - 6:.1f}" y="{py + 4:.1f}" text-anchor="end">{escape(_fmt_tick(v))}</text>'
+        )
     for v in x_ticks:
         px = x(v)
         out.append(f'<line class="axis" x1="{px:.1f}" x2="{px:.1f}" y1="{y.p0:.1f}" y2="{y.p0 + 4:.1f}"/>')
-        out.append(f'<text class="tick" x="{px:.1f}" y="{y.p0 + 17:.1f}" text-anchor="middle">{escape(x_label_fn(v))}</text>')
+        out.append(
+            f'<text class="tick" x="{px:.1f}" y="{y.p0 + 17:.1f}" text-anchor="middle">{escape(x_label_fn(v))}</text>'
+        )
     out.append(f'<line class="axis" x1="{x.p0:.1f}" x2="{x.p1:.1f}" y1="{y.p0:.1f}" y2="{y.p0:.1f}"/>')
-    out.append(f'<text class="axis-title" x="{(x.p0 + x.p1) / 2:.1f}" y="{height - 4}" text-anchor="middle">{escape(x_title)}</text>')
-    out.append(f'<text class="axis-title" transform="translate(12 {(y.p0 + y.p1) / 2:.1f}) rotate(-90)" text-anchor="middle">{escape(y_title)}</text>')
+    out.append(
+        f'<text class="axis-title" x="{(x.p0 + x.p1) / 2:.1f}" y="{height - 4}" text-anchor="middle">{escape(x_title)}</text>'
+    )
+    out.append(
+        f'<text class="axis-title" transform="translate(12 {(y.p0 + y.p1) / 2:.1f}) rotate(-90)" text-anchor="middle">{escape(y_title)}</text>'
+    )
     if threshold is not None and y.lo <= threshold <= y.hi:
         py = y(threshold)
         out.append(f'<line class="threshold" x1="{x.p0:.1f}" x2="{x.p1:.1f}" y1="{py:.1f}" y2="{py:.1f}"/>')
-        out.append(f'<text class="tick threshold-label" x="{x.p1:.1f}" y="{py - 4:.1f}" text-anchor="end">threshold {escape(_fmt_tick(threshold))}</text>')
+        out.append(
+            f'<text class="tick threshold-label" x="{x.p1:.1f}" y="{py - 4:.1f}" text-anchor="end">threshold {escape(_fmt_tick(threshold))}</text>'
+        )
     for i, s in enumerate(series):
         color = s.get("color") or PALETTE[i % len(PALETTE)]
         pts = [(x(px), y(py), tip) for px, py, tip in s["points"]]
@@ -108,7 +133,9 @@ def _chart(series, x: Axis, y: Axis, x_ticks, x_label_fn, y_ticks, width, height
             d = " ".join(f"{'M' if j == 0 else 'L'}{px:.2f},{py:.2f}" for j, (px, py, _) in enumerate(pts))
             out.append(f'<path d="{d}" fill="none" stroke="{color}"{width_attr}{dash}/>')
         for px, py, tip in pts:
-            out.append(f'<circle cx="{px:.2f}" cy="{py:.2f}" r="3.2" fill="{color}"><title>{escape(tip)}</title></circle>')
+            out.append(
+                f'<circle cx="{px:.2f}" cy="{py:.2f}" r="3.2" fill="{color}"><title>{escape(tip)}</title></circle>'
+            )
         out.append("</g>")
     # Legend under the title, wrapping by measured-ish width (7 px per character).
     lx, ly = x.p0, 30
@@ -117,8 +144,10 @@ def _chart(series, x: Axis, y: Axis, x_ticks, x_label_fn, y_ticks, width, height
         w = 22 + 7 * len(s["label"]) + 14
         if lx + w > x.p1 and lx > x.p0:
             lx, ly = x.p0, ly + 15
-        out.append(f'<g class="legend"><line x1="{lx:.1f}" x2="{lx + 16:.1f}" y1="{ly - 4}" y2="{ly - 4}" stroke="{color}" stroke-width="2.5"/>'
-                   f'<text x="{lx + 20:.1f}" y="{ly}">{escape(s["label"])}</text></g>')
+        out.append(
+            f'<g class="legend"><line x1="{lx:.1f}" x2="{lx + 16:.1f}" y1="{ly - 4}" y2="{ly - 4}" stroke="{color}" stroke-width="2.5"/>'
+            f'<text x="{lx + 20:.1f}" y="{ly}">{escape(s["label"])}</text></g>'
+        )
         lx += w
     out.append("</svg>")
     return Markup("".join(out))
@@ -143,11 +172,31 @@ def length_chart(by_length: list[dict], threshold: float | None = None, width: i
     height = max(height, top + 200)
     x = Axis(lengths[0], lengths[-1], left + 10, width - right - 10, log2=True)
     y = Axis(0, 100, height - bottom, top)
-    series = [{"label": s["run"], "points": [
-        (L, m, f"{s['run']} · {format_length(L)}: {m:.2f}" + (f" ± {sd:.2f}" if sd is not None else "")) for L, m, sd in s["points"]]}
-        for s in by_length]
-    return _chart(series, x, y, lengths, format_length, nice_ticks(0, 100), width, height,
-                  "RULER average vs context length", "context length (tokens)", "score", threshold, "by-length")
+    series = [
+        {
+            "label": s["run"],
+            "points": [
+                (L, m, f"{s['run']} · {format_length(L)}: {m:.2f}" + (f" ± {sd:.2f}" if sd is not None else ""))
+                for L, m, sd in s["points"]
+            ],
+        }
+        for s in by_length
+    ]
+    return _chart(
+        series,
+        x,
+        y,
+        lengths,
+        format_length,
+        nice_ticks(0, 100),
+        width,
+        height,
+        "RULER average vs context length",
+        "context length (tokens)",
+        "score",
+        threshold,
+        "by-length",
+    )
 
 
 def step_chart(run_series: dict, width: int = 420, height: int = 280) -> Markup:
@@ -161,10 +210,37 @@ def step_chart(run_series: dict, width: int = 420, height: int = 280) -> Markup:
     lo, hi = padded_range(values)
     x = Axis(steps[0], steps[-1], left + 10, width - right - 10)
     y = Axis(lo, hi, height - bottom, top)
-    series = [{"label": "Avg", "color": "#000000", "bold": True,
-               "points": [(st, v, f"{run_series['run']} · step {st} · Avg: {v:.2f}") for st, v in run_series["avg"]]}]
+    series = [
+        {
+            "label": "Avg",
+            "color": "#000000",
+            "bold": True,
+            "points": [(st, v, f"{run_series['run']} · step {st} · Avg: {v:.2f}") for st, v in run_series["avg"]],
+        }
+    ]
     for i, line in enumerate(run_series["lines"]):
-        series.append({"label": line["label"], "color": PALETTE[i % (len(PALETTE) - 1)], "dashed": False,
-                       "points": [(st, v, f"{run_series['run']} · step {st} · {line['label']}: {v:.2f}") for st, v in line["points"]]})
-    return _chart(series, x, y, steps, str, nice_ticks(lo, hi), width, height,
-                  f"{run_series['run']}: score vs checkpoint step", "training step", "score", None, "by-step")
+        series.append(
+            {
+                "label": line["label"],
+                "color": PALETTE[i % (len(PALETTE) - 1)],
+                "dashed": False,
+                "points": [
+                    (st, v, f"{run_series['run']} · step {st} · {line['label']}: {v:.2f}") for st, v in line["points"]
+                ],
+            }
+        )
+    return _chart(
+        series,
+        x,
+        y,
+        steps,
+        str,
+        nice_ticks(lo, hi),
+        width,
+        height,
+        f"{run_series['run']}: score vs checkpoint step",
+        "training step",
+        "score",
+        None,
+        "by-step",
+    )

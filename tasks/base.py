@@ -48,7 +48,7 @@ class Sample:
         return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Sample":
+    def from_dict(cls, d: dict[str, Any]) -> Sample:
         d = dict(d)
         d["references"] = tuple(d["references"])
         return cls(**d)
@@ -84,8 +84,9 @@ class Task:
         """Score in [0, 1] for one prediction (aggregates report x100)."""
         raise NotImplementedError
 
-    def evaluate_with_runner(self, runner, length: int, indices: list[int], seed: int, tokenizer,
-                             progress: bool = True) -> list[dict[str, Any]]:
+    def evaluate_with_runner(
+        self, runner, length: int, indices: list[int], seed: int, tokenizer, progress: bool = True
+    ) -> list[dict[str, Any]]:
         """For kinds other than "generate" (loglikelihood suites, perplexity, lm-eval adapters).
 
         `progress` False silences the task's own progress bars (`harness eval --no-progress`).

@@ -82,7 +82,11 @@ def generate_samples(
     task.check_available()
     indices = list(indices)
     key = cache_key(task, length, seed, tokenizer)
-    path = _cache_path(Path(cache_dir) if cache_dir else default_cache_dir(), task, length, key) if cache_dir is not False else None
+    path = (
+        _cache_path(Path(cache_dir) if cache_dir else default_cache_dir(), task, length, key)
+        if cache_dir is not False
+        else None
+    )
     cached = _read_cache(path) if path else {}
     new: dict[int, Sample] = {}
     for n, i in enumerate(indices):

@@ -47,7 +47,9 @@ def parse_lengths(text: str) -> list[int]:
                 raise UserError(f"bad length range {item!r}: {_FIX}")
             lo, hi = parse_length(parts[0]), parse_length(parts[1])
             if lo > hi:
-                raise UserError(f"reversed length range {item!r}: write the smaller length first, e.g. {parts[1].strip()}-{parts[0].strip()}")
+                raise UserError(
+                    f"reversed length range {item!r}: write the smaller length first, e.g. {parts[1].strip()}-{parts[0].strip()}"
+                )
             value = lo
             while value < hi:
                 out.add(value)

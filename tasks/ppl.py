@@ -43,7 +43,7 @@ def _read_docs(path: Path) -> list[str]:
         with open(path, encoding="utf-8") as f:
             rows = [json.loads(line) for line in f if line.strip()]
         if any("text" not in r for r in rows):
-            raise TaskUnavailable(f"{path} has rows without a \"text\" field: write one {{\"text\": ...}} per line")
+            raise TaskUnavailable(f'{path} has rows without a "text" field: write one {{"text": ...}} per line')
         return [r["text"] for r in rows]
     return [path.read_text(encoding="utf-8")]
 
@@ -117,18 +117,33 @@ class LongPPL(Task):
     def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
         windows = self._windows(length, tokenizer)
         if not 0 <= index < len(windows):
-            raise UserError(f"ppl has {len(windows)} windows of {length} tokens in its documents, index {index} asked: "
-                            f"pass --samples {len(windows)} or fewer, or longer documents via {ENV_VAR}")
+            raise UserError(
+                f"ppl has {len(windows)} windows of {length} tokens in its documents, index {index} asked: "
+                f"pass --samples {len(windows)} or fewer, or longer documents via {ENV_VAR}"
+            )
         d, start, size = windows[index]
-        ids = _doc_tokens(tokenizer_fingerprint(tokenizer), documents()[1], tokenizer)[d][start:start + size]
+        ids = _doc_tokens(tokenizer_fingerprint(tokenizer), documents()[1], tokenizer)[d][start : start + size]
         context = tokenizer.decode(ids[:1])
         continuation = tokenizer.decode(ids[1:])
         return Sample(
-            task=self.name, version=self.version, length=length, index=index, seed=seed,
-            input=context, answer_prefix="", references=(continuation,), max_new_tokens=0,
-            num_tokens=count_tokens(tokenizer, context + continuation), dataset_hash=self.dataset_hash(),
-            metadata={"document": d, "start_token": start, "window_tokens": size, "source": documents()[2],
-                      "scored_tokens": count_tokens(tokenizer, context + continuation) - count_tokens(tokenizer, context)},
+            task=self.name,
+            version=self.version,
+            length=length,
+            index=index,
+            seed=seed,
+            input=context,
+            answer_prefix="",
+            references=(continuation,),
+            max_new_tokens=0,
+            num_tokens=count_tokens(tokenizer, context + continuation),
+            dataset_hash=self.dataset_hash(),
+            metadata={
+                "document": d,
+                "start_token": start,
+                "window_tokens": size,
+                "source": documents()[2],
+                "scored_tokens": count_tokens(tokenizer, context + continuation) - count_tokens(tokenizer, context),
+            },
         )
 
     def score(self, prediction: str, sample: Sample) -> float:
@@ -146,12 +161,21 @@ class LongPPL(Task):
         n = len(self._windows(length, tokenizer))
         samples = generate_samples(self, length, [i for i in indices if i < n], tokenizer, seed=seed)
         out = []
-        for s in tqdm(samples, desc=f"ppl@{length}", leave=False, disable=not progress):  # one window per call: a 128K window is the whole batch on its own
-            (ll, _), = runner.loglikelihood([LoglikelihoodRequest(s.input, s.references[0])])
+        for s in tqdm(
+            samples, desc=f"ppl@{length}", leave=False, disable=not progress
+        ):  # one window per call: a 128K window is the whole batch on its own
+            ((ll, _),) = runner.loglikelihood([LoglikelihoodRequest(s.input, s.references[0])])
             n = s.metadata["scored_tokens"]
             nll = -float(ll)
-            out.append({"index": s.index, "num_tokens": s.num_tokens, "prediction": f"{math.exp(nll / n):.6g}", "score": math.exp(-nll / n),
-                        "metadata": {**s.metadata, "nll": nll, "tokens": n, "ppl": math.exp(nll / n)}})
+            out.append(
+                {
+                    "index": s.index,
+                    "num_tokens": s.num_tokens,
+                    "prediction": f"{math.exp(nll / n):.6g}",
+                    "score": math.exp(-nll / n),
+                    "metadata": {**s.metadata, "nll": nll, "tokens": n, "ppl": math.exp(nll / n)},
+                }
+            )
         return out
 
 

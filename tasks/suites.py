@@ -16,15 +16,31 @@ from tasks.registry import register_suite
 
 # RULER's 13 tasks in its README order (registered by tasks.ruler).
 RULER_TASKS = [
-    "niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2", "niah_multikey_3",
-    "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe", "qa_1", "qa_2",
+    "niah_single_1",
+    "niah_single_2",
+    "niah_single_3",
+    "niah_multikey_1",
+    "niah_multikey_2",
+    "niah_multikey_3",
+    "niah_multivalue",
+    "niah_multiquery",
+    "vt",
+    "cwe",
+    "fwe",
+    "qa_1",
+    "qa_2",
 ]
 SHORT_TASKS = ["mmlu", "hellaswag"]
 PAPER_TASKS = RULER_TASKS + list(LONGBENCH_TASKS) + SHORT_TASKS
 
 _CATEGORIES: dict[str, dict[str, list[str]]] = {
     **_LONGBENCH_CATEGORIES,
-    "paper": {"RULER": list(RULER_TASKS), **_LONGBENCH_CATEGORIES["longbench"], "MMLU": ["mmlu"], "HellaSwag": ["hellaswag"]},
+    "paper": {
+        "RULER": list(RULER_TASKS),
+        **_LONGBENCH_CATEGORIES["longbench"],
+        "MMLU": ["mmlu"],
+        "HellaSwag": ["hellaswag"],
+    },
 }
 
 

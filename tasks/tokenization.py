@@ -15,15 +15,25 @@ def load_tokenizer(name_or_path: str):
     from transformers import AutoTokenizer
 
     local = os.path.isdir(name_or_path)
-    if not local and (os.sep in name_or_path and not name_or_path.count("/") == 1 or name_or_path.startswith((".", "~"))):
-        raise UserError(f"tokenizer not found: {name_or_path} is not a directory; pass --tokenizer with a local tokenizer directory or a hub name")
+    if not local and (
+        os.sep in name_or_path and not name_or_path.count("/") == 1 or name_or_path.startswith((".", "~"))
+    ):
+        raise UserError(
+            f"tokenizer not found: {name_or_path} is not a directory; pass --tokenizer with a local tokenizer directory or a hub name"
+        )
     try:
-        tok = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local or bool(os.environ.get("HF_HUB_OFFLINE")))
+        tok = AutoTokenizer.from_pretrained(
+            name_or_path, local_files_only=local or bool(os.environ.get("HF_HUB_OFFLINE"))
+        )
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"cannot load tokenizer {name_or_path!r} ({first}); pass --tokenizer with a local tokenizer directory or a reachable hub name") from None
+        raise UserError(
+            f"cannot load tokenizer {name_or_path!r} ({first}); pass --tokenizer with a local tokenizer directory or a reachable hub name"
+        ) from None
     if not getattr(tok, "is_fast", False):
-        raise UserError(f"tokenizer {name_or_path!r} has no fast (Rust) version; the length rule needs a fast tokenizer")
+        raise UserError(
+            f"tokenizer {name_or_path!r} has no fast (Rust) version; the length rule needs a fast tokenizer"
+        )
     return tok
 
 
@@ -49,9 +59,14 @@ def count_tokens(tokenizer, text: str) -> int:
 def _fingerprint_cached(key: int, tokenizer) -> str:
     backend = tokenizer.backend_tokenizer.to_str()
     specials = json.dumps(
-        {"special": tokenizer.special_tokens_map, "bos": tokenizer.bos_token_id, "eos": tokenizer.eos_token_id,
-         "adds": num_special_tokens(tokenizer)},
-        sort_keys=True, default=str,
+        {
+            "special": tokenizer.special_tokens_map,
+            "bos": tokenizer.bos_token_id,
+            "eos": tokenizer.eos_token_id,
+            "adds": num_special_tokens(tokenizer),
+        },
+        sort_keys=True,
+        default=str,
     )
     return hashlib.sha256((backend + specials).encode()).hexdigest()[:16]
 

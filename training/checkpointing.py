@@ -49,8 +49,16 @@ def _replace_dir(tmp: Path, final: Path) -> None:
     os.replace(tmp, final)
 
 
-def save_checkpoint(run_dir: str | Path, step: int, model, tokenizer, meta: dict, *, state_dict: dict | None = None,
-                    dtype: str | None = None) -> Path:
+def save_checkpoint(
+    run_dir: str | Path,
+    step: int,
+    model,
+    tokenizer,
+    meta: dict,
+    *,
+    state_dict: dict | None = None,
+    dtype: str | None = None,
+) -> Path:
     """Write <run>/ckpt-<step>/ (weights, config, tokenizer, harness_training.json) atomically.
 
     `state_dict` is the full (unsharded) weights when the model is sharded; `meta` must hold
@@ -70,8 +78,10 @@ def save_checkpoint(run_dir: str | Path, step: int, model, tokenizer, meta: dict
         import torch
 
         target = getattr(torch, dtype)
-        state_dict = {k: v.to(target) if v.is_floating_point() else v
-                      for k, v in (state_dict if state_dict is not None else model.state_dict()).items()}
+        state_dict = {
+            k: v.to(target) if v.is_floating_point() else v
+            for k, v in (state_dict if state_dict is not None else model.state_dict()).items()
+        }
     try:
         model.save_pretrained(tmp, state_dict=state_dict, safe_serialization=True)
     finally:
@@ -94,8 +104,18 @@ def prune_checkpoints(run_dir: str | Path, keep_steps: list[int]) -> None:
             shutil.rmtree(path)
 
 
-def training_meta(*, mode: str, window: int, rope_theta: float | None, domain_tags, interleave_chunks,
-                  kernel: str, seed: int, data: dict, job: dict) -> dict:
+def training_meta(
+    *,
+    mode: str,
+    window: int,
+    rope_theta: float | None,
+    domain_tags,
+    interleave_chunks,
+    kernel: str,
+    seed: int,
+    data: dict,
+    job: dict,
+) -> dict:
     """harness_training.json without its step (docs/contracts.md); `job` is the whole run config."""
     from harness.provenance import git_hash, package_version
 

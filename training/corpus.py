@@ -72,7 +72,9 @@ def _code_line(rng: random.Random) -> str:
 
 def _document(rng: random.Random, domain: str, num_words: int) -> str:
     nouns, adjs, _ = _words()
-    facts = [(f"{rng.choice(adjs)}-{rng.choice(nouns)}", rng.randrange(10_000, 100_000)) for _ in range(rng.randint(1, 3))]
+    facts = [
+        (f"{rng.choice(adjs)}-{rng.choice(nouns)}", rng.randrange(10_000, 100_000)) for _ in range(rng.randint(1, 3))
+    ]
     head = " ".join(f"The code for {k} is {v}." for k, v in facts)
     tail = " ".join(f"Recall: the code for {k} is {v}." for k, v in facts)
     body: list[str] = []
@@ -88,8 +90,9 @@ def sample_num_words(rng: random.Random, spec: DomainSpec, max_words: int) -> in
     return int(min(max_words, max(MIN_WORDS, rng.lognormvariate(math.log(spec.median_words), spec.sigma))))
 
 
-def generate_documents(num_docs: int, seed: int = 0, *, max_words: int = 30_000,
-                       domains: dict[str, DomainSpec] | None = None) -> Iterator[dict]:
+def generate_documents(
+    num_docs: int, seed: int = 0, *, max_words: int = 30_000, domains: dict[str, DomainSpec] | None = None
+) -> Iterator[dict]:
     """Yield `num_docs` dicts {"text", "domain"}; the same arguments give the same documents."""
     domains = domains or DOMAINS
     names = list(domains)
@@ -100,8 +103,14 @@ def generate_documents(num_docs: int, seed: int = 0, *, max_words: int = 30_000,
         yield {"text": _document(rng, domain, sample_num_words(rng, domains[domain], max_words)), "domain": domain}
 
 
-def write_corpus(path: str | Path, num_docs: int, seed: int = 0, *, max_words: int = 30_000,
-                 domains: dict[str, DomainSpec] | None = None) -> Path:
+def write_corpus(
+    path: str | Path,
+    num_docs: int,
+    seed: int = 0,
+    *,
+    max_words: int = 30_000,
+    domains: dict[str, DomainSpec] | None = None,
+) -> Path:
     """Write the generated corpus as JSONL (fields text, domain) and return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

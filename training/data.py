@@ -93,7 +93,9 @@ def _records_parquet(path: Path, fields: list[str]) -> Iterator[dict]:
     pf = pq.ParquetFile(path)
     missing = [f for f in fields if f not in pf.schema_arrow.names]
     if missing:
-        raise UserError(f"{path} has no column {missing[0]!r} (columns: {', '.join(pf.schema_arrow.names)}); pass the right field flag")
+        raise UserError(
+            f"{path} has no column {missing[0]!r} (columns: {', '.join(pf.schema_arrow.names)}); pass the right field flag"
+        )
     for batch in pf.iter_batches(columns=fields, batch_size=1024):
         yield from batch.to_pylist()
 
@@ -110,7 +112,9 @@ def _records_hub(name: str) -> Iterator[dict]:
         yield from datasets.load_dataset(name, split=split or "train", streaming=True)
     except Exception as exc:  # datasets raises many types for "not reachable / not found"
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise UserError(f"cannot load hub dataset {name!r} ({first}); pass a local .jsonl/.parquet file or directory") from None
+        raise UserError(
+            f"cannot load hub dataset {name!r} ({first}); pass a local .jsonl/.parquet file or directory"
+        ) from None
 
 
 def _token_docs(path: Path, tokenizer) -> Iterator[list[int]]:
@@ -130,7 +134,7 @@ def _token_docs(path: Path, tokenizer) -> Iterator[list[int]]:
     ends = np.flatnonzero(np.asarray(arr) == eos)
     start = 0
     for end in ends.tolist():
-        doc = arr[start:end + 1].tolist()
+        doc = arr[start : end + 1].tolist()
         if bos is not None and doc and doc[0] == bos:
             doc = doc[1:]
         if len(doc) > 1:  # a bare EOS is an empty document
@@ -138,8 +142,15 @@ def _token_docs(path: Path, tokenizer) -> Iterator[list[int]]:
         start = end + 1
 
 
-def load_documents(source: str, tokenizer, *, text_field: str = "text", domain_field: str | None = None,
-                   source_field: str | None = None, limit: int | None = None) -> Iterator[TokenizedDoc]:
+def load_documents(
+    source: str,
+    tokenizer,
+    *,
+    text_field: str = "text",
+    domain_field: str | None = None,
+    source_field: str | None = None,
+    limit: int | None = None,
+) -> Iterator[TokenizedDoc]:
     """Tokenized documents from `source` (see the module docstring), at most `limit` of them."""
     files = _files(source)
     eos = tokenizer.eos_token_id
@@ -169,16 +180,22 @@ def load_documents(source: str, tokenizer, *, text_field: str = "text", domain_f
                 break
             text = rec.get(text_field)
             if not isinstance(text, str):
-                raise UserError(f"{where}: record {n} has no text field {text_field!r}; pass --text-field with the right name")
+                raise UserError(
+                    f"{where}: record {n} has no text field {text_field!r}; pass --text-field with the right name"
+                )
             domain = None
             if domain_field:
                 domain = rec.get(domain_field)
                 if domain is None or domain == "":
-                    raise UserError(f"{where}: record {n} has no domain field {domain_field!r}; pass --domain-tags with a field every record has")
+                    raise UserError(
+                        f"{where}: record {n} has no domain field {domain_field!r}; pass --domain-tags with a field every record has"
+                    )
             if not text.strip():
                 continue
             src = rec.get(source_field) if source_field else None
-            pending.append((text, domain, str(src if src is not None else domain if domain is not None else default_source)))
+            pending.append(
+                (text, domain, str(src if src is not None else domain if domain is not None else default_source))
+            )
             count += 1
             if len(pending) >= _BATCH:
                 yield from flush()
@@ -222,7 +239,9 @@ def _main() -> None:
     args = ap.parse_args()
     tok = load_tokenizer(args.tokenizer)
     n = t = 0
-    for doc in load_documents(args.source, tok, text_field=args.text_field, domain_field=args.domain_field, limit=args.limit):
+    for doc in load_documents(
+        args.source, tok, text_field=args.text_field, domain_field=args.domain_field, limit=args.limit
+    ):
         n += 1
         t += len(doc.ids)
     print(f"{n} documents, {t} tokens (anchor id {anchor_id(tok)})")

@@ -30,24 +30,38 @@ def build_tokenizer(out_dir: str | Path, vocab_size: int = VOCAB_SIZE) -> Path:
     from training.demo_corpus import documents
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator([d["text"] for d in documents(3000, seed=TOKENIZER_SEED, max_lines=8)], trainer=trainer)
     return save_with_bos(tok, out_dir)
 
 
-def build_initial_model(out_dir: str | Path, *, layers: int = 2, hidden: int = 128, heads: int = 8,
-                        max_len: int = 8192, seed: int = 0) -> Path:
+def build_initial_model(
+    out_dir: str | Path, *, layers: int = 2, hidden: int = 128, heads: int = 8, max_len: int = 8192, seed: int = 0
+) -> Path:
     """The tokenizer and a random Llama (untied embeddings) in one save_pretrained directory."""
     from harness.embedded import build_tiny_llama
 
     out_dir = Path(out_dir)
     build_tokenizer(out_dir)
-    return build_tiny_llama(out_dir, out_dir, hidden_size=hidden, num_layers=layers, num_heads=heads,
-                            intermediate_size=4 * hidden, max_position_embeddings=max_len, seed=seed)
+    return build_tiny_llama(
+        out_dir,
+        out_dir,
+        hidden_size=hidden,
+        num_layers=layers,
+        num_heads=heads,
+        intermediate_size=4 * hidden,
+        max_position_embeddings=max_len,
+        seed=seed,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,7 +35,7 @@ import json
 import random
 import string
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
@@ -51,14 +51,14 @@ KINDS = {"numbers": 0.6, "words": 0.15, "uuids": 0.25}
 TYPES = {"facts": 0.5, "dense": 0.3, "chain": 0.2}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _lists() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     from tasks.data.words import adjectives, nouns, word_list
 
     return adjectives(), nouns(), word_list("verblist.txt")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _adj_noun_sets() -> tuple[frozenset, frozenset]:
     adj, noun, _ = _lists()
     return frozenset(adj), frozenset(noun)
@@ -67,17 +67,17 @@ def _adj_noun_sets() -> tuple[frozenset, frozenset]:
 def is_ruler_word_key(key: str) -> bool:
     """Whether `key` is an adjective-noun pair, i.e. in the space RULER draws niah word keys from."""
     adj, noun = _adj_noun_sets()
-    return any(key[:i] in adj and key[i + 1:] in noun for i, ch in enumerate(key) if ch == "-")
+    return any(key[:i] in adj and key[i + 1 :] in noun for i, ch in enumerate(key) if ch == "-")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _first_words() -> tuple[str, ...]:
     """First halves of corpus keys: nouns and verbs that are not adjectives (simple words only)."""
     adj, noun, verb = _lists()
     return tuple(sorted(w for w in set(noun) | set(verb) if w not in adj and w.isalpha()))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _second_words() -> tuple[str, ...]:
     _, noun, _ = _lists()
     return tuple(w for w in noun if w.isalpha())
@@ -119,18 +119,24 @@ def _questions(kind: str, keys: list[str], values: dict[str, str], rng: random.R
     asked = rng.sample(keys, min(len(keys), rng.choice([1, 1, 2, 3])))
     parts = []
     for key in asked:
-        parts.append(f"What is the special magic {singular} for {key} mentioned in the provided text?"
-                     f" The special magic {singular} for {key} mentioned in the provided text is {values[key]}.")
+        parts.append(
+            f"What is the special magic {singular} for {key} mentioned in the provided text?"
+            f" The special magic {singular} for {key} mentioned in the provided text is {values[key]}."
+        )
     return "\n".join(parts)
 
 
 def _header(kind: str, many: bool) -> str:
     if many:
-        return (f"Some special magic {kind} are hidden within the following text. Make sure to memorize it. "
-                f"I will quiz you about the {kind} afterwards.")
+        return (
+            f"Some special magic {kind} are hidden within the following text. Make sure to memorize it. "
+            f"I will quiz you about the {kind} afterwards."
+        )
     singular = kind[:-1]
-    return (f"A special magic {singular} is hidden within the following text. Make sure to memorize it. "
-            f"I will quiz you about the {singular} afterwards.")
+    return (
+        f"A special magic {singular} is hidden within the following text. Make sure to memorize it. "
+        f"I will quiz you about the {singular} afterwards."
+    )
 
 
 def facts_doc(rng: random.Random, max_lines: int) -> str:
@@ -141,7 +147,13 @@ def facts_doc(rng: random.Random, max_lines: int) -> str:
     lines = _filler(rng, rng.randint(1, max_lines))
     for key in keys:
         lines.insert(rng.randint(0, len(lines)), NEEDLE.format(kind=kind, key=key, value=values[key]))
-    return _header(kind, n_keys > 1 and rng.random() < 0.5) + "\n" + "\n".join(lines) + "\n" + _questions(kind, keys, values, rng)
+    return (
+        _header(kind, n_keys > 1 and rng.random() < 0.5)
+        + "\n"
+        + "\n".join(lines)
+        + "\n"
+        + _questions(kind, keys, values, rng)
+    )
 
 
 def dense_doc(rng: random.Random, max_lines: int) -> str:
@@ -191,16 +203,27 @@ def chain_doc(rng: random.Random, max_lines: int) -> str:
     positions = sorted(rng.sample(range(len(lines) + len(chain)), len(chain)))
     for pos, line in zip(positions, chain):
         lines.insert(pos, line)
-    return ("Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n"
-            + "\n".join(lines) + "\n"
-            + f"Question: Find all variables that are assigned the value {value} in the text above."
-            + f" Answer: According to the chain(s) of variable assignment in the text above, {hops} variables are "
-            + f"assigned the value {value}, they are: " + " ".join(names))
+    return (
+        "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n"
+        + "\n".join(lines)
+        + "\n"
+        + f"Question: Find all variables that are assigned the value {value} in the text above."
+        + f" Answer: According to the chain(s) of variable assignment in the text above, {hops} variables are "
+        + f"assigned the value {value}, they are: "
+        + " ".join(names)
+    )
 
 
-def documents(num_docs: int, seed: int = 0, max_lines: int = 40, min_lines: int | None = None,
-              short_share: float = 0.0, short_lines: int = 6, copy_share: float = 0.0,
-              repeat_share: float = 0.0) -> Iterator[dict]:
+def documents(
+    num_docs: int,
+    seed: int = 0,
+    max_lines: int = 40,
+    min_lines: int | None = None,
+    short_share: float = 0.0,
+    short_lines: int = 6,
+    copy_share: float = 0.0,
+    repeat_share: float = 0.0,
+) -> Iterator[dict]:
     """`num_docs` documents; filler lines per document up to `max_lines` (about 25 tokens each).
 
     With `min_lines`, the line budget of each document is drawn from [min_lines, max_lines]
@@ -224,8 +247,17 @@ def documents(num_docs: int, seed: int = 0, max_lines: int = 40, min_lines: int 
         yield {"text": makers[kind](rng, budget), "kind": kind}
 
 
-def write(path: str | Path, num_docs: int, seed: int = 0, max_lines: int = 40, min_lines: int | None = None,
-          short_share: float = 0.0, short_lines: int = 6, copy_share: float = 0.0, repeat_share: float = 0.0) -> str:
+def write(
+    path: str | Path,
+    num_docs: int,
+    seed: int = 0,
+    max_lines: int = 40,
+    min_lines: int | None = None,
+    short_share: float = 0.0,
+    short_lines: int = 6,
+    copy_share: float = 0.0,
+    repeat_share: float = 0.0,
+) -> str:
     """Write the corpus as JSONL; returns the sha256 of the file (first 16 hex digits)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -247,17 +279,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-lines", type=int)
     p.add_argument("--short-share", type=float, default=0.0, help="share of documents with at most --short-lines lines")
     p.add_argument("--short-lines", type=int, default=6)
-    p.add_argument("--copy-share", type=float, default=0.0, help="share of copy documents (a list, then the list again)")
-    p.add_argument("--repeat-share", type=float, default=0.0, help="share of repeat documents (one random string several times)")
+    p.add_argument(
+        "--copy-share", type=float, default=0.0, help="share of copy documents (a list, then the list again)"
+    )
+    p.add_argument(
+        "--repeat-share", type=float, default=0.0, help="share of repeat documents (one random string several times)"
+    )
     a = p.parse_args(argv)
     if a.num_docs < 1 or a.max_lines < 1 or (a.min_lines is not None and not 1 <= a.min_lines <= a.max_lines):
         p.error("--num-docs and --max-lines must be >= 1 and 1 <= --min-lines <= --max-lines")
-    if (not 0 <= a.short_share <= 1 or a.copy_share < 0 or a.repeat_share < 0 or a.copy_share + a.repeat_share >= 1
-            or a.short_lines < 1):
-        p.error("--short-share must lie in [0, 1], --copy-share and --repeat-share be >= 0 with a sum below 1, "
-                "and --short-lines be >= 1")
-    digest = write(a.out, a.num_docs, a.seed, a.max_lines, a.min_lines, a.short_share, a.short_lines, a.copy_share,
-                   a.repeat_share)
+    if (
+        not 0 <= a.short_share <= 1
+        or a.copy_share < 0
+        or a.repeat_share < 0
+        or a.copy_share + a.repeat_share >= 1
+        or a.short_lines < 1
+    ):
+        p.error(
+            "--short-share must lie in [0, 1], --copy-share and --repeat-share be >= 0 with a sum below 1, "
+            "and --short-lines be >= 1"
+        )
+    digest = write(
+        a.out, a.num_docs, a.seed, a.max_lines, a.min_lines, a.short_share, a.short_lines, a.copy_share, a.repeat_share
+    )
     print(f"wrote {a.num_docs} documents to {a.out} (sha256 {digest})")
     return 0
 

@@ -93,7 +93,9 @@ def install_ulysses(model, group, P: int) -> str:
 
     inner_name = model.config._attn_implementation
     if inner_name == "eager" or inner_name not in ALL_ATTENTION_FUNCTIONS:
-        raise UserError(f"sequence parallelism needs a registered attention kernel, not {inner_name!r}: pass --kernel sdpa-doc, flex or varlen")
+        raise UserError(
+            f"sequence parallelism needs a registered attention kernel, not {inner_name!r}: pass --kernel sdpa-doc, flex or varlen"
+        )
     name = f"ulysses{P}_{inner_name}"
     AttentionInterface.register(name, ulysses_attention(ALL_ATTENTION_FUNCTIONS[inner_name], group, P))
     model.set_attn_implementation(name)
@@ -169,7 +171,9 @@ class DistContext:
             return kw, targets
         if kernel.startswith("varlen"):
             # Its anchor copies make the sequence longer than the window and uneven to split.
-            raise UserError("the anchor-copy varlen layout cannot be split for sequence parallelism yet: pass --kernel flex or sdpa-doc with --sp")
+            raise UserError(
+                "the anchor-copy varlen layout cannot be split for sequence parallelism yet: pass --kernel flex or sdpa-doc with --sp"
+            )
         L = targets.shape[1]
         n = L // self.sp_size
         sl = slice(self.sp_rank * n, (self.sp_rank + 1) * n)
@@ -220,14 +224,21 @@ class DistContext:
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
 
         opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
-        return {"model": self.full_state_dict(model), "optimizer": get_optimizer_state_dict(model, optimizer, options=opts)}
+        return {
+            "model": self.full_state_dict(model),
+            "optimizer": get_optimizer_state_dict(model, optimizer, options=opts),
+        }
 
     def load_state(self, model, optimizer, state: dict) -> None:
         if self.shard != "fsdp":
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             return
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict, set_optimizer_state_dict
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            set_model_state_dict,
+            set_optimizer_state_dict,
+        )
 
         opts = StateDictOptions(full_state_dict=True)
         set_model_state_dict(model, state["model"], options=opts)
@@ -248,7 +259,11 @@ def setup(rank: int, world: int, *, sp_size: int = 1, shard: str = "fsdp", backe
     if world % sp_size:
         raise UserError(f"--sp {sp_size} does not divide the {world} processes: pass a divisor of {world}")
     cuda = torch.cuda.is_available()
-    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', rank)) % max(torch.cuda.device_count(), 1)}") if cuda else torch.device("cpu")
+    device = (
+        torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', rank)) % max(torch.cuda.device_count(), 1)}")
+        if cuda
+        else torch.device("cpu")
+    )
     if cuda:
         torch.cuda.set_device(device)
     owns = not dist.is_initialized()
@@ -260,7 +275,9 @@ def setup(rank: int, world: int, *, sp_size: int = 1, shard: str = "fsdp", backe
             g = dist.new_group(list(range(start, start + sp_size)))
             if start <= rank < start + sp_size:
                 sp_group = g
-    return DistContext(rank=rank, world=world, device=device, sp_size=sp_size, shard=shard, sp_group=sp_group, _owns_group=owns)
+    return DistContext(
+        rank=rank, world=world, device=device, sp_size=sp_size, shard=shard, sp_group=sp_group, _owns_group=owns
+    )
 
 
 def init_from_env(*, sp_size: int = 1, shard: str = "fsdp") -> DistContext | None:
@@ -268,6 +285,8 @@ def init_from_env(*, sp_size: int = 1, shard: str = "fsdp") -> DistContext | Non
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
         if sp_size > 1:
-            raise UserError(f"--sp {sp_size} needs {sp_size} processes: launch with torchrun --nproc-per-node {sp_size}")
+            raise UserError(
+                f"--sp {sp_size} needs {sp_size} processes: launch with torchrun --nproc-per-node {sp_size}"
+            )
         return None
     return setup(int(os.environ["RANK"]), world, sp_size=sp_size, shard=shard)

@@ -37,7 +37,9 @@ def read_log(path: str | Path) -> list[dict]:
 class StepLog:
     """Appends step rows to <run>/log.jsonl and drives a tqdm bar; silent on non-zero ranks."""
 
-    def __init__(self, run_dir: str | Path, *, total_steps: int, start_step: int, enabled: bool = True, progress: bool = True):
+    def __init__(
+        self, run_dir: str | Path, *, total_steps: int, start_step: int, enabled: bool = True, progress: bool = True
+    ):
         self.path = Path(run_dir) / LOG_NAME
         self.enabled = enabled
         self._bar = None

@@ -67,7 +67,9 @@ def loss_sum(logits, targets):
     """Sum of token cross-entropies (fp32) over targets != -100."""
     import torch.nn.functional as F
 
-    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100, reduction="sum")
+    return F.cross_entropy(
+        logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100, reduction="sum"
+    )
 
 
 def _resolve_kernel(kernel: str, device, sp_size: int = 1) -> str:
@@ -83,7 +85,9 @@ def _check_model_path(path: str) -> bool:
     """Whether `path` is local; a path-like name that is not a directory is a user error."""
     local = Path(path).is_dir()
     if not local and (path.startswith((".", "/", "~")) or path.count("/") > 1):
-        raise UserError(f"model not found: {path} is not a directory; pass --model with a save_pretrained directory or a hub name")
+        raise UserError(
+            f"model not found: {path} is not a directory; pass --model with a save_pretrained directory or a hub name"
+        )
     return local
 
 
@@ -105,7 +109,9 @@ def load_model(job: TrainJob, device):
         config = AutoConfig.from_pretrained(path, local_files_only=local)
     except (OSError, ValueError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise UserError(f"cannot load model config from {path!r} ({first}); pass --model with a save_pretrained directory") from None
+        raise UserError(
+            f"cannot load model config from {path!r} ({first}); pass --model with a save_pretrained directory"
+        ) from None
     config.max_position_embeddings = job.data.window
     rope = dict(getattr(config, "rope_parameters", None) or {})
     if job.model.rope_theta is not None:
@@ -144,9 +150,16 @@ def parse_mixture(spec: str, seed: int):
         else:
             shares.append(part)
     if not opts["tokens"] or opts["tokens"] < 1:
-        raise UserError(f"--mixture {spec!r} needs tokens=N (the mixture's total tokens), e.g. tokens=2000000,C4=0.2,CommonCrawl=0.8")
-    config = MixtureConfig(total_tokens=opts["tokens"], shares=parse_shares(",".join(shares)) if shares else None,
-                           long_threshold=opts["long_threshold"], long_weight=opts["long_weight"], seed=seed)
+        raise UserError(
+            f"--mixture {spec!r} needs tokens=N (the mixture's total tokens), e.g. tokens=2000000,C4=0.2,CommonCrawl=0.8"
+        )
+    config = MixtureConfig(
+        total_tokens=opts["tokens"],
+        shares=parse_shares(",".join(shares)) if shares else None,
+        long_threshold=opts["long_threshold"],
+        long_weight=opts["long_weight"],
+        seed=seed,
+    )
     return config, source_field
 
 
@@ -163,11 +176,19 @@ def default_pipeline(job: TrainJob, tokenizer, *, report=print) -> Pipeline:
 
     def raw_documents():
         for p in d.paths:
-            yield from load_documents(p, tokenizer, text_field=d.text_field, domain_field=d.domain_tags,
-                                      source_field=source_field, limit=d.max_docs)
+            yield from load_documents(
+                p,
+                tokenizer,
+                text_field=d.text_field,
+                domain_field=d.domain_tags,
+                source_field=source_field,
+                limit=d.max_docs,
+            )
 
     # Fail on a bad path or field now, as one line, not at the first step.
-    next(iter(load_documents(d.paths[0], tokenizer, text_field=d.text_field, domain_field=d.domain_tags, limit=1)), None)
+    next(
+        iter(load_documents(d.paths[0], tokenizer, text_field=d.text_field, domain_field=d.domain_tags, limit=1)), None
+    )
     for p in d.paths[1:]:
         next(iter(load_documents(p, tokenizer, text_field=d.text_field, domain_field=d.domain_tags, limit=1)), None)
 
@@ -187,10 +208,23 @@ def default_pipeline(job: TrainJob, tokenizer, *, report=print) -> Pipeline:
         # Each epoch re-packs with a new seed: other chunk cuts and shuffles when interleaving.
         return pack(documents(epoch), d.window, aid, interleave_chunks=d.interleave_chunks, seed=d.seed + epoch)
 
-    info = {"paths": list(d.paths), "text_field": d.text_field, "domain_field": d.domain_tags,
-            "mixture": d.mixture, "max_docs": d.max_docs, "batch_size": d.batch_size, "grad_accum": d.grad_accum}
-    return Pipeline(windows=windows, build_batch=modes.build_batch, forward_kwargs=attention.forward_kwargs,
-                    gather_logits=attention.gather_logits, prepare_model=attention.prepare_model, data_info=info)
+    info = {
+        "paths": list(d.paths),
+        "text_field": d.text_field,
+        "domain_field": d.domain_tags,
+        "mixture": d.mixture,
+        "max_docs": d.max_docs,
+        "batch_size": d.batch_size,
+        "grad_accum": d.grad_accum,
+    }
+    return Pipeline(
+        windows=windows,
+        build_batch=modes.build_batch,
+        forward_kwargs=attention.forward_kwargs,
+        gather_logits=attention.gather_logits,
+        prepare_model=attention.prepare_model,
+        data_info=info,
+    )
 
 
 class WindowStream:
@@ -211,7 +245,9 @@ class WindowStream:
                 return w
             except StopIteration:
                 if self.index == 0:
-                    raise UserError("the data yields no training window: check --data, --text-field and --max-docs") from None
+                    raise UserError(
+                        "the data yields no training window: check --data, --text-field and --max-docs"
+                    ) from None
                 self.epoch, self.index = self.epoch + 1, 0
                 self._it = iter(self._make(self.epoch))
         raise AssertionError("unreachable")
@@ -279,8 +315,19 @@ def _report_mixture(run_dir: Path, table: str) -> None:
 
 
 # The settings a resumed run must share with the run it resumes (others, e.g. --steps, may change).
-_RESUME_KEYS = ("mode", "window", "batch_size", "grad_accum", "seed", "paths", "domain_tags",
-                "interleave_chunks", "mixture", "text_field", "max_docs")
+_RESUME_KEYS = (
+    "mode",
+    "window",
+    "batch_size",
+    "grad_accum",
+    "seed",
+    "paths",
+    "domain_tags",
+    "interleave_chunks",
+    "mixture",
+    "text_field",
+    "max_docs",
+)
 
 
 def _resume_signature(job: TrainJob, world: int) -> dict:
@@ -293,8 +340,15 @@ def _resume_signature(job: TrainJob, world: int) -> dict:
 # ---------------------------------------------------------------- the loop
 
 
-def train(job: TrainJob, *, pipeline: Pipeline | None = None, dist=None, progress: bool = True,
-          stop_after: int | None = None, grad_hook: Callable | None = None) -> dict:
+def train(
+    job: TrainJob,
+    *,
+    pipeline: Pipeline | None = None,
+    dist=None,
+    progress: bool = True,
+    stop_after: int | None = None,
+    grad_hook: Callable | None = None,
+) -> dict:
     """Run (or resume) the job; returns {"steps", "losses", "checkpoints", "resumed_from"}.
 
     `dist` is a training.distributed.DistContext (None: one process). `stop_after` ends the run
@@ -336,7 +390,9 @@ def _train(job: TrainJob, *, pipeline, dist, progress, stop_after, grad_hook) ->
     run_dir = Path(job.out)
     tokenizer = load_tokenizer_for(job)
     if pipeline is None:  # before the model: bad data fails in seconds, not after loading 7B weights
-        pipeline = default_pipeline(job, tokenizer, report=(lambda table: _report_mixture(run_dir, table)) if is_main else None)
+        pipeline = default_pipeline(
+            job, tokenizer, report=(lambda table: _report_mixture(run_dir, table)) if is_main else None
+        )
     if is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
     kernel = _resolve_kernel(job.model.kernel, device, dist.sp_size if dist else 1)
@@ -351,7 +407,9 @@ def _train(job: TrainJob, *, pipeline, dist, progress, stop_after, grad_hook) ->
         raise UserError(f"attention kernel {kernel!r}: {exc}") from None
     if dist:
         if d.window % dist.sp_size:
-            raise UserError(f"--window {d.window} does not split over {dist.sp_size} sequence-parallel ranks: pass a multiple of {dist.sp_size}")
+            raise UserError(
+                f"--window {d.window} does not split over {dist.sp_size} sequence-parallel ranks: pass a multiple of {dist.sp_size}"
+            )
         model = dist.wrap_model(model)
     optimizer = make_optimizer(model, job)
     scheduler = make_scheduler(optimizer, job)
@@ -362,7 +420,9 @@ def _train(job: TrainJob, *, pipeline, dist, progress, stop_after, grad_hook) ->
     if state is not None:
         if state["signature"] != _resume_signature(job, world):
             diff = [k for k in state["signature"] if state["signature"][k] != _resume_signature(job, world).get(k)]
-            raise UserError(f"{run_dir} holds a run with other settings ({', '.join(diff)}): pass a new --out or the original flags")
+            raise UserError(
+                f"{run_dir} holds a run with other settings ({', '.join(diff)}): pass a new --out or the original flags"
+            )
         if dist:
             dist.load_state(model, optimizer, state)
         else:
@@ -378,9 +438,17 @@ def _train(job: TrainJob, *, pipeline, dist, progress, stop_after, grad_hook) ->
 
     stream = WindowStream(pipeline.windows, stream_pos["epoch"], stream_pos["index"])
     ckpt_steps = ck.checkpoint_steps(sched_cfg.steps, job.checkpoint.save_every, job.checkpoint.keep_last)
-    meta = ck.training_meta(mode=d.mode, window=d.window, rope_theta=rope_theta, domain_tags=d.domain_tags,
-                            interleave_chunks=d.interleave_chunks, kernel=kernel, seed=d.seed,
-                            data=pipeline.data_info, job=job.to_json())
+    meta = ck.training_meta(
+        mode=d.mode,
+        window=d.window,
+        rope_theta=rope_theta,
+        domain_tags=d.domain_tags,
+        interleave_chunks=d.interleave_chunks,
+        kernel=kernel,
+        seed=d.seed,
+        data=pipeline.data_info,
+        job=job.to_json(),
+    )
     dp_size, dp_rank = (dist.dp_size, dist.dp_rank) if dist else (1, 0)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=job.model.dtype == "bf16")
     log = StepLog(run_dir, total_steps=sched_cfg.steps, start_step=start_step, enabled=is_main, progress=progress)
@@ -394,7 +462,7 @@ def _train(job: TrainJob, *, pipeline, dist, progress, stop_after, grad_hook) ->
             micro = []
             for _ in range(d.grad_accum):
                 group = [stream.next() for _ in range(d.batch_size * dp_size)]
-                mine = group[dp_rank * d.batch_size:(dp_rank + 1) * d.batch_size]
+                mine = group[dp_rank * d.batch_size : (dp_rank + 1) * d.batch_size]
                 # On the device before the kernel plans its mask/boundaries, so they land there too.
                 batch = pipeline.build_batch(mine, d.mode).to(device)
                 try:
@@ -438,21 +506,43 @@ def _train(job: TrainJob, *, pipeline, dist, progress, stop_after, grad_hook) ->
             optimizer.zero_grad(set_to_none=True)
             dt = time.perf_counter() - t0
             seen = d.window * d.batch_size * d.grad_accum * dp_size
-            row = {"step": step, "loss": loss, "loss_tokens": num_tokens, "tokens": seen,
-                   "tokens_per_s": seen / dt, "lr": lr, "grad_norm": grad_norm, "elapsed_s": dt,
-                   "epoch": stream.epoch}
+            row = {
+                "step": step,
+                "loss": loss,
+                "loss_tokens": num_tokens,
+                "tokens": seen,
+                "tokens_per_s": seen / dt,
+                "lr": lr,
+                "grad_norm": grad_norm,
+                "elapsed_s": dt,
+                "epoch": stream.epoch,
+            }
             log.write(row)
             losses.append(loss)
 
             if step in ckpt_steps:
                 sd = dist.full_state_dict(model) if dist else None
                 if is_main:
-                    written.append(str(ck.save_checkpoint(run_dir, step, model, tokenizer, meta, state_dict=sd,
-                                                          dtype="bfloat16" if job.model.dtype == "bf16" else None)))
+                    written.append(
+                        str(
+                            ck.save_checkpoint(
+                                run_dir,
+                                step,
+                                model,
+                                tokenizer,
+                                meta,
+                                state_dict=sd,
+                                dtype="bfloat16" if job.model.dtype == "bf16" else None,
+                            )
+                        )
+                    )
             every = job.checkpoint.save_state_every
             if (every and step % every == 0) or step == sched_cfg.steps:
-                payload = {"signature": _resume_signature(job, world), "scheduler": scheduler.state_dict(),
-                           "data": stream.position()}
+                payload = {
+                    "signature": _resume_signature(job, world),
+                    "scheduler": scheduler.state_dict(),
+                    "data": stream.position(),
+                }
                 rngs = dist.gather_objects(_rng_state()) if dist else _rng_state()
                 if dist:
                     payload.update(dist.full_train_state(model, optimizer))

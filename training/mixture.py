@@ -64,8 +64,14 @@ class MixtureReport:
             total_docs = sum(v.docs for v in stats.values()) or 1
             total_tokens = sum(v.tokens for v in stats.values()) or 1
             lines.append(f"- {title}")
-            lines.append(f"{'  Mixture Ratio':<26}" + "".join(f"{100 * stats[s].docs / total_docs:>{width + 1}.2f}%" for s in sources))
-            lines.append(f"{'  Token Ratio':<26}" + "".join(f"{100 * stats[s].tokens / total_tokens:>{width + 1}.2f}%" for s in sources))
+            lines.append(
+                f"{'  Mixture Ratio':<26}"
+                + "".join(f"{100 * stats[s].docs / total_docs:>{width + 1}.2f}%" for s in sources)
+            )
+            lines.append(
+                f"{'  Token Ratio':<26}"
+                + "".join(f"{100 * stats[s].tokens / total_tokens:>{width + 1}.2f}%" for s in sources)
+            )
         return "\n".join(lines)
 
 
@@ -94,7 +100,9 @@ def budgets(lengths: dict[str, list[int]], config: MixtureConfig) -> dict[str, i
     else:
         missing = sorted(set(config.shares) - set(lengths))
         if missing:
-            raise UserError(f"mixture source {missing[0]!r} has no documents (sources: {', '.join(sorted(lengths))}); fix --shares")
+            raise UserError(
+                f"mixture source {missing[0]!r} has no documents (sources: {', '.join(sorted(lengths))}); fix --shares"
+            )
         shares = config.shares
     return {s: round(config.total_tokens * f) for s, f in shares.items() if f > 0}
 
@@ -158,8 +166,9 @@ def _main() -> None:
     ap.add_argument("--long-weight", type=float, default=DEFAULT_LONG_WEIGHT)
     args = ap.parse_args()
     docs = load_documents(args.source, load_tokenizer(args.tokenizer), source_field=args.source_field)
-    config = MixtureConfig(args.total_tokens, parse_shares(args.shares) if args.shares else None,
-                           args.long_threshold, args.long_weight)
+    config = MixtureConfig(
+        args.total_tokens, parse_shares(args.shares) if args.shares else None, args.long_threshold, args.long_weight
+    )
     _, report = build_mixture(docs, config)
     print(report.table())
 

@@ -33,7 +33,9 @@ def check_mode(mode: str, interleave_chunks: int | None = None) -> None:
     if mode not in MODES:
         raise UserError(f"unknown --mode {mode!r}: choose one of {', '.join(MODES)}")
     if interleave_chunks and mode not in INTERLEAVE_MODES:
-        raise UserError(f"--interleave-chunks works with --mode {' or '.join(INTERLEAVE_MODES)}, not {mode!r}: change the mode or drop the flag")
+        raise UserError(
+            f"--interleave-chunks works with --mode {' or '.join(INTERLEAVE_MODES)}, not {mode!r}: change the mode or drop the flag"
+        )
 
 
 def attention_allowed(doc_q, doc_kv, q, kv, mode: str):
@@ -51,20 +53,25 @@ def attention_allowed(doc_q, doc_kv, q, kv, mode: str):
 class Batch:
     """Tensors of shape [B, L] (torch.long)."""
 
-    input_ids: "torch.Tensor"
-    labels: "torch.Tensor"
+    input_ids: torch.Tensor
+    labels: torch.Tensor
     """input_ids where the token is a target, else -100; the model shifts by one."""
-    position_ids: "torch.Tensor"
-    doc_ids: "torch.Tensor"
+    position_ids: torch.Tensor
+    doc_ids: torch.Tensor
     """Segment id per token; 0 is the anchor (see packing.py)."""
     mode: str
 
     def num_loss_tokens(self) -> int:
         return int((self.labels != IGNORE_INDEX).sum())
 
-    def to(self, device) -> "Batch":
-        return Batch(self.input_ids.to(device), self.labels.to(device), self.position_ids.to(device),
-                     self.doc_ids.to(device), self.mode)
+    def to(self, device) -> Batch:
+        return Batch(
+            self.input_ids.to(device),
+            self.labels.to(device),
+            self.position_ids.to(device),
+            self.doc_ids.to(device),
+            self.mode,
+        )
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -113,7 +113,9 @@ def pack(
     while (doc := ahead.popleft() if ahead else next(stream, None)) is not None:
         tag = list(doc.tag_ids or [])
         if len(tag) >= cap:
-            raise UserError(f"domain tag of {len(tag)} tokens does not fit a window of {window}: use a shorter tag field or a larger --window")
+            raise UserError(
+                f"domain tag of {len(tag)} tokens does not fit a window of {window}: use a shorter tag field or a larger --window"
+            )
         ids = doc.ids
         pos = 0
         while pos < len(ids):
@@ -139,7 +141,7 @@ def pack(
                         pieces, used = [], 0
                     continue
             take = min(room - len(tag), len(ids) - pos)
-            pieces.append(_Piece(tag, list(ids[pos:pos + take]), doc.source))
+            pieces.append(_Piece(tag, list(ids[pos : pos + take]), doc.source))
             used += len(tag) + take
             pos += take
             if used == cap:
@@ -218,11 +220,15 @@ def _main() -> None:
             self.ids, self.tag_ids, self.source = ids, None, source
 
     # Byte-level stand-in for a tokenizer: enough to show how the corpus packs.
-    docs = [_Doc(list(d["text"].encode())[: 50_000] + [1], d["domain"]) for d in generate_documents(args.num_docs, seed=0)]
+    docs = [
+        _Doc(list(d["text"].encode())[:50_000] + [1], d["domain"]) for d in generate_documents(args.num_docs, seed=0)
+    ]
     windows = list(pack(docs, args.window, anchor_id=0))
     per_window = [len(w.doc_starts) for w in windows]
-    print(f"{len(windows)} windows of {args.window}; docs per window min {min(per_window)} max {max(per_window)}; "
-          f"padding {sum(w.num_pad for w in windows)} tokens")
+    print(
+        f"{len(windows)} windows of {args.window}; docs per window min {min(per_window)} max {max(per_window)}; "
+        f"padding {sum(w.num_pad for w in windows)} tokens"
+    )
 
 
 if __name__ == "__main__":

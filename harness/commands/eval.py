@@ -21,34 +21,63 @@ HELP = "evaluate checkpoints on suites x lengths (vLLM or transformers), resumab
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what to evaluate")
-    g.add_argument("--ckpts", metavar="SPEC", help="checkpoints: path with <A..B> step range, glob, comma list or hub name")
+    g.add_argument(
+        "--ckpts", metavar="SPEC", help="checkpoints: path with <A..B> step range, glob, comma list or hub name"
+    )
     g.add_argument("--last", type=int, metavar="N", help="keep only the last N checkpoints by step")
-    g.add_argument("--embedded", action="store_true",
-                   help="build 5 tiny random checkpoints under runs/embedded/ (if absent) and evaluate them on "
-                        "RULER tasks needing no data at 1k,2k; other flags override")
+    g.add_argument(
+        "--embedded",
+        action="store_true",
+        help="build 5 tiny random checkpoints under runs/embedded/ (if absent) and evaluate them on "
+        "RULER tasks needing no data at 1k,2k; other flags override",
+    )
     g.add_argument("--suite", help="suite name (e.g. ruler, ruler-llama2)")
     g.add_argument("--tasks", metavar="A,B", help="comma list of tasks (instead of a suite)")
     g.add_argument("--exclude", metavar="A,B", help="tasks to leave out (listed as excluded in the results)")
     g.add_argument("--lengths", metavar="SPEC", help="lengths, e.g. 4k-128k or 1k,4k (default 4k-128k)")
-    g.add_argument("--samples", type=int, metavar="N",
-                   help="samples per task and length, for every task (default: 500, RULER's, per length-controlled "
-                        "task and length; every item of LongBench, MMLU and HellaSwag)")
+    g.add_argument(
+        "--samples",
+        type=int,
+        metavar="N",
+        help="samples per task and length, for every task (default: 500, RULER's, per length-controlled "
+        "task and length; every item of LongBench, MMLU and HellaSwag)",
+    )
     g.add_argument("--seed", type=int, default=42, help="sample generation seed (default 42)")
     g = p.add_argument_group("runner")
     g.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="transformers (default) or vLLM")
-    g.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
-                   help="model dtype (default: the checkpoint's)")
+    g.add_argument(
+        "--dtype",
+        choices=["auto", "bfloat16", "float16", "float32"],
+        default="auto",
+        help="model dtype (default: the checkpoint's)",
+    )
     g.add_argument("--batch-size", type=int, default=8, help="transformers batch size (default 8)")
-    g.add_argument("--max-model-len", type=int, metavar="N", help="context to run with (default: config max_position_embeddings)")
-    g.add_argument("--max-length", type=int, metavar="N",
-                   help="LongBench length, prompt + generation: each prompt is middle-truncated to N minus the "
-                        "task's tokens to generate (pred.py's max_length caps the prompt alone) (default: the context)")
+    g.add_argument(
+        "--max-model-len", type=int, metavar="N", help="context to run with (default: config max_position_embeddings)"
+    )
+    g.add_argument(
+        "--max-length",
+        type=int,
+        metavar="N",
+        help="LongBench length, prompt + generation: each prompt is middle-truncated to N minus the "
+        "task's tokens to generate (pred.py's max_length caps the prompt alone) (default: the context)",
+    )
     g.add_argument("--rope-theta", type=float, metavar="THETA", help="override the config's rope theta (recorded)")
-    g.add_argument("--rope-scaling", metavar="JSON", help='override rope scaling, e.g. \'{"rope_type": "yarn", "factor": 4.0}\'')
+    g.add_argument(
+        "--rope-scaling", metavar="JSON", help='override rope scaling, e.g. \'{"rope_type": "yarn", "factor": 4.0}\''
+    )
     g.add_argument("--tensor-parallel-size", type=int, default=1, metavar="N", help="GPUs per engine (vLLM)")
-    g.add_argument("--data-parallel", type=int, default=1, metavar="N", help="evaluate N checkpoints at once (one engine each)")
-    g.add_argument("--ray-address", metavar="ADDR", help="spread --data-parallel workers over a Ray cluster (needs ray)")
-    g.add_argument("--chat-template", action="store_true", help="wrap prompts in the tokenizer's chat template (off: base-model prompting)")
+    g.add_argument(
+        "--data-parallel", type=int, default=1, metavar="N", help="evaluate N checkpoints at once (one engine each)"
+    )
+    g.add_argument(
+        "--ray-address", metavar="ADDR", help="spread --data-parallel workers over a Ray cluster (needs ray)"
+    )
+    g.add_argument(
+        "--chat-template",
+        action="store_true",
+        help="wrap prompts in the tokenizer's chat template (off: base-model prompting)",
+    )
     g = p.add_argument_group("output and data")
     g.add_argument("--name", help="run name (default: the checkpoints' parent folder)")
     g.add_argument("--out", metavar="DIR", help="store + results directory (default results/<name>); re-run to resume")
@@ -67,9 +96,11 @@ def _rope_scaling(text: str | None) -> dict | None:
     try:
         value = json.loads(text)
     except ValueError as exc:
-        raise UserError(f"--rope-scaling is not valid JSON ({exc}): write e.g. '{{\"rope_type\": \"yarn\", \"factor\": 4.0}}'") from None
+        raise UserError(
+            f'--rope-scaling is not valid JSON ({exc}): write e.g. \'{{"rope_type": "yarn", "factor": 4.0}}\''
+        ) from None
     if not isinstance(value, dict):
-        raise UserError("--rope-scaling must be a JSON object, e.g. '{\"rope_type\": \"linear\", \"factor\": 2.0}'")
+        raise UserError('--rope-scaling must be a JSON object, e.g. \'{"rope_type": "linear", "factor": 2.0}\'')
     return value
 
 
@@ -88,19 +119,37 @@ def config_from_args(args: argparse.Namespace):
         if not suite and not tasks:
             # RULER with the tasks that need external data left out (listed as excluded: 6/13).
             suite = "ruler"
-            exclude = list(dict.fromkeys(exclude + [t for t in all_suites().get("ruler", []) if t not in embedded_eval.TASKS]))
+            exclude = list(
+                dict.fromkeys(exclude + [t for t in all_suites().get("ruler", []) if t not in embedded_eval.TASKS])
+            )
         lengths = lengths or embedded_eval.LENGTHS
         samples = samples or embedded_eval.SAMPLES
     if not ckpts:
         raise UserError("no checkpoints: pass --ckpts SPEC (e.g. 'runs/anchor/ckpt-<1950..2000>') or --embedded")
     return EvalConfig(
-        ckpts=ckpts, last=args.last, suite=suite, tasks=tasks, exclude=exclude,
-        lengths=lengths or "4k-128k", samples=samples, seed=args.seed,
-        backend=args.backend, dtype=args.dtype, batch_size=args.batch_size, max_model_len=args.max_model_len, max_length=args.max_length,
-        rope_theta=args.rope_theta, rope_scaling=_rope_scaling(args.rope_scaling),
-        tensor_parallel_size=args.tensor_parallel_size, data_parallel=args.data_parallel, ray_address=args.ray_address,
-        name=args.name or ("embedded" if args.embedded and not args.ckpts else None), out=args.out,
-        threshold=args.threshold, chat_template=args.chat_template, cache_dir=args.cache_dir,
+        ckpts=ckpts,
+        last=args.last,
+        suite=suite,
+        tasks=tasks,
+        exclude=exclude,
+        lengths=lengths or "4k-128k",
+        samples=samples,
+        seed=args.seed,
+        backend=args.backend,
+        dtype=args.dtype,
+        batch_size=args.batch_size,
+        max_model_len=args.max_model_len,
+        max_length=args.max_length,
+        rope_theta=args.rope_theta,
+        rope_scaling=_rope_scaling(args.rope_scaling),
+        tensor_parallel_size=args.tensor_parallel_size,
+        data_parallel=args.data_parallel,
+        ray_address=args.ray_address,
+        name=args.name or ("embedded" if args.embedded and not args.ckpts else None),
+        out=args.out,
+        threshold=args.threshold,
+        chat_template=args.chat_template,
+        cache_dir=args.cache_dir,
         progress=not args.no_progress,
     )
 

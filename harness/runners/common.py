@@ -52,7 +52,9 @@ def context_length(model_path: str, max_model_len: int | None) -> int:
         try:
             ctx = getattr(AutoConfig.from_pretrained(model_path), "max_position_embeddings", None)
         except (OSError, ValueError) as exc:
-            raise UserError(f"cannot load the config of {model_path!r} ({str(exc).splitlines()[0]}): check the name or go online") from None
+            raise UserError(
+                f"cannot load the config of {model_path!r} ({str(exc).splitlines()[0]}): check the name or go online"
+            ) from None
     if not ctx:
         raise UserError(f"{model_path}: config has no max_position_embeddings; pass --max-model-len")
     return int(ctx)

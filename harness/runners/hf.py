@@ -24,8 +24,14 @@ from harness.runners.common import (
     rope_override_dict,
 )
 
-_DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
-           "float32": "float32", "fp32": "float32"}
+_DTYPES = {
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "float32": "float32",
+    "fp32": "float32",
+}
 
 
 class HFRunner:
@@ -46,7 +52,9 @@ class HFRunner:
             config = AutoConfig.from_pretrained(model_path)
         except (OSError, ValueError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise UserError(f"{model_path} is not a loadable model ({first}): pass a save_pretrained directory or hub name") from None
+            raise UserError(
+                f"{model_path} is not a loadable model ({first}): pass a save_pretrained directory or hub name"
+            ) from None
         for key, value in rope_override_dict(config, settings.rope_theta, settings.rope_scaling).items():
             setattr(config, key, value)
         if settings.dtype == "auto":
@@ -89,15 +97,15 @@ class HFRunner:
         out: list[str | None] = [None] * len(requests)
         bs = max(1, self.settings.batch_size)
         for start in range(0, len(order), bs):
-            idx = order[start:start + bs]
+            idx = order[start : start + bs]
             max_new = max(requests[i].max_new_tokens for i in idx)
             width = max(len(encoded[i]) for i in idx)
             input_ids = torch.full((len(idx), width), self.pad_id, dtype=torch.long)
             mask = torch.zeros((len(idx), width), dtype=torch.long)
             for row, i in enumerate(idx):
                 ids = encoded[i]
-                input_ids[row, width - len(ids):] = torch.tensor(ids)
-                mask[row, width - len(ids):] = 1
+                input_ids[row, width - len(ids) :] = torch.tensor(ids)
+                mask[row, width - len(ids) :] = 1
             with torch.inference_mode():
                 gen = self.model.generate(
                     input_ids=input_ids.to(self.device),
@@ -106,7 +114,9 @@ class HFRunner:
                     max_new_tokens=max_new,
                     eos_token_id=self.eos_id,
                     pad_token_id=self.pad_id,
-                    temperature=None, top_p=None, top_k=None,
+                    temperature=None,
+                    top_p=None,
+                    top_k=None,
                 )
             new = gen[:, width:].tolist()
             for row, i in enumerate(idx):
@@ -129,7 +139,7 @@ class HFRunner:
         ctx = prompt_ids(self.tokenizer, context)
         if not ctx:  # no BOS and empty context: condition on EOS, as lm-eval does
             return [self.eos_id], whole
-        return ctx, whole[len(ctx):]
+        return ctx, whole[len(ctx) :]
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[tuple[float, bool]]:
         import torch
@@ -145,7 +155,7 @@ class HFRunner:
         out: list[tuple[float, bool] | None] = [None] * len(pairs)
         bs = max(1, self.settings.batch_size)
         for start in range(0, len(order), bs):
-            idx = order[start:start + bs]
+            idx = order[start : start + bs]
             seqs = [pairs[i][0] + pairs[i][1] for i in idx]
             width = max(len(s) for s in seqs)
             # Right padding: causal attention means pads after a sequence never affect it.

@@ -1,6 +1,6 @@
 """Pick a runner by backend name; each backend's heavy imports happen only when it is chosen.
 
-    runner = get_runner("hf", "runs/anchor/ckpt-2000", RunnerSettings(backend="hf"))
+runner = get_runner("hf", "runs/anchor/ckpt-2000", RunnerSettings(backend="hf"))
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ def get_runner(backend: str, model_path: str, settings: RunnerSettings) -> Runne
     if backend == "vllm":
         if not vllm_available():
             raise MissingExtra(
-                "--backend vllm", "pip install vllm (GPU), or bash scripts/setup_vllm_env.sh for vLLM on CPU in .venv-vllm"
+                "--backend vllm",
+                "pip install vllm (GPU), or bash scripts/setup_vllm_env.sh for vLLM on CPU in .venv-vllm",
             )
         from harness.runners.vllm import VLLMRunner
 

@@ -26,8 +26,15 @@ from harness.runners.common import (
     rope_override_dict,
 )
 
-_DTYPES = {"auto": "auto", "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
-           "float32": "float32", "fp32": "float32"}
+_DTYPES = {
+    "auto": "auto",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "float32": "float32",
+    "fp32": "float32",
+}
 
 
 def _on_cpu() -> bool:
@@ -98,8 +105,11 @@ class VLLMRunner:
             ids = prompt_ids(self.tokenizer, r.prompt)
             self._check_fits(len(ids), r.max_new_tokens)
             prompts.append(TokensPrompt(prompt_token_ids=ids))
-            params.append(SamplingParams(temperature=0.0, max_tokens=r.max_new_tokens, stop=list(r.stop) or None,
-                                         skip_special_tokens=True))
+            params.append(
+                SamplingParams(
+                    temperature=0.0, max_tokens=r.max_new_tokens, stop=list(r.stop) or None, skip_special_tokens=True
+                )
+            )
         outs = self.llm.generate(prompts, params, use_tqdm=False)
         texts = []
         for r, o in zip(requests, outs):

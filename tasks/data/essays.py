@@ -76,7 +76,9 @@ def _load(path: str) -> Essays:
         raise TaskUnavailable(f"essays at {path} hold only {len(words)} words: {FIX}")
     # the haystack repeats the corpus: decide the break after the last word by the first word
     starts = [s for s in sentence_starts(words + words[:1]) if s < len(words)]
-    return Essays(words=words, hash=hashlib.sha256(" ".join(words).encode()).hexdigest()[:16], source=path, starts=starts)
+    return Essays(
+        words=words, hash=hashlib.sha256(" ".join(words).encode()).hexdigest()[:16], source=path, starts=starts
+    )
 
 
 def load_essays(path: str | os.PathLike | None = None) -> Essays:

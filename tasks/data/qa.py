@@ -46,9 +46,14 @@ def read_squad(data: dict) -> tuple[list[dict], list[str]]:
         for p in d["paragraphs"]:
             for q in p["qas"]:
                 if not q["is_impossible"]:
-                    qas.append({"query": q["question"], "outputs": [a["text"] for a in q["answers"]],
-                                "context": [ids[p["context"]]],
-                                "more_context": [i for i in more if i != ids[p["context"]]]})
+                    qas.append(
+                        {
+                            "query": q["question"],
+                            "outputs": [a["text"] for a in q["answers"]],
+                            "context": [ids[p["context"]]],
+                            "more_context": [i for i in more if i != ids[p["context"]]],
+                        }
+                    )
     return qas, docs
 
 
@@ -57,8 +62,10 @@ def read_hotpotqa(data: list) -> tuple[list[dict], list[str]]:
     per_question = [[f"{t}\n{''.join(p)}" for t, p in d["context"]] for d in data]
     docs = sorted({c for texts in per_question for c in texts})
     ids = {c: i for i, c in enumerate(docs)}
-    qas = [{"query": d["question"], "outputs": [d["answer"]], "context": [ids[c] for c in texts], "more_context": []}
-           for d, texts in zip(data, per_question)]
+    qas = [
+        {"query": d["question"], "outputs": [d["answer"]], "context": [ids[c] for c in texts], "more_context": []}
+        for d, texts in zip(data, per_question)
+    ]
     return qas, docs
 
 
@@ -86,12 +93,23 @@ def _from_hub(name: str):
             for r in ds:
                 art = arts.setdefault(r["title"], {"paragraphs": {}})
                 par = art["paragraphs"].setdefault(r["context"], {"context": r["context"], "qas": []})
-                par["qas"].append({"question": r["question"], "is_impossible": not r["answers"]["text"],
-                                   "answers": [{"text": t} for t in r["answers"]["text"]]})
+                par["qas"].append(
+                    {
+                        "question": r["question"],
+                        "is_impossible": not r["answers"]["text"],
+                        "answers": [{"text": t} for t in r["answers"]["text"]],
+                    }
+                )
             return {"data": [{"paragraphs": list(a["paragraphs"].values())} for a in arts.values()]}
         ds = datasets.load_dataset("hotpotqa/hotpot_qa", "distractor", split="validation")
-        return [{"question": r["question"], "answer": r["answer"],
-                 "context": list(zip(r["context"]["title"], r["context"]["sentences"]))} for r in ds]
+        return [
+            {
+                "question": r["question"],
+                "answer": r["answer"],
+                "context": list(zip(r["context"]["title"], r["context"]["sentences"])),
+            }
+            for r in ds
+        ]
     except Exception:  # offline or hub error: the caller reports the task unavailable
         return None
 
@@ -111,7 +129,9 @@ def _load(name: str, path: str | None) -> QaData:
     else:
         raw = _from_hub(name)
         if raw is None:
-            raise TaskUnavailable(f"{'SQuAD v2 dev' if name == 'squad' else 'HotpotQA dev (distractor)'} not found: {FIXES[name]}")
+            raise TaskUnavailable(
+                f"{'SQuAD v2 dev' if name == 'squad' else 'HotpotQA dev (distractor)'} not found: {FIXES[name]}"
+            )
         raw_bytes = json.dumps(raw, sort_keys=True).encode()
         source = "hub"
     try:

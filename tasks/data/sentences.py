@@ -18,8 +18,7 @@ import re
 
 # Common English abbreviations from punkt's English model (the ones that occur in essays).
 ABBREVIATIONS = frozenset(
-    """mr mrs ms dr prof st jr sr vs etc e.g i.e inc ltd co corp jan feb mar apr jun jul aug sep sept
-    oct nov dec no gen col lt sgt capt rev mt ft u.s u.k a.m p.m ph.d approx dept est fig vol""".split()
+    ["mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "inc", "ltd", "co", "corp", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "no", "gen", "col", "lt", "sgt", "capt", "rev", "mt", "ft", "u.s", "u.k", "a.m", "p.m", "ph.d", "approx", "dept", "est", "fig", "vol"]
 )
 
 _END = re.compile(r"""[.?!]['"’”)\]]*$""")

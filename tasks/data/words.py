@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import random
-from functools import lru_cache
+from functools import cache
 
 
-@lru_cache(maxsize=None)
+@cache
 def word_list(name: str) -> tuple[str, ...]:
     """Sorted distinct entries of wonderwords' assets/{name} (nounlist.txt, adjectivelist.txt, verblist.txt)."""
     from wonderwords import random_word
@@ -28,7 +28,7 @@ def adjectives() -> tuple[str, ...]:
     return word_list("adjectivelist.txt")
 
 
-@lru_cache(maxsize=None)
+@cache
 def cwe_words() -> tuple[str, ...]:
     """common_words_extraction's pool: sorted set of nouns + adjectives + verbs."""
     return tuple(sorted(set(nouns()) | set(adjectives()) | set(word_list("verblist.txt"))))
@@ -41,7 +41,7 @@ def random_pair(rng: random.Random) -> str:
     return f"{a[i // len(n)]}-{n[i % len(n)]}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def words_hash() -> str:
     h = hashlib.sha256()
     for name in ("nounlist.txt", "adjectivelist.txt", "verblist.txt"):

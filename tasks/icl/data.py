@@ -33,7 +33,10 @@ class ICLData:
 
 
 def _offline() -> bool:
-    return any(os.environ.get(v, "").strip() not in ("", "0", "false", "False") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").strip() not in ("", "0", "false", "False")
+        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
 
 
 def _read_rows(path: Path) -> tuple[tuple[str, int], ...]:
@@ -43,7 +46,9 @@ def _read_rows(path: Path) -> tuple[tuple[str, int], ...]:
             if line.strip():
                 r = json.loads(line)
                 if "text" not in r or "label" not in r:
-                    raise TaskUnavailable(f"{path} line {n} lacks \"text\" or \"label\": write rows {{\"text\": str, \"label\": int}}")
+                    raise TaskUnavailable(
+                        f'{path} line {n} lacks "text" or "label": write rows {{"text": str, "label": int}}'
+                    )
                 rows.append((r["text"], int(r["label"])))
     return tuple(rows)
 
@@ -53,7 +58,9 @@ def _local(folder: Path, name: str):
     files = [d / "train.jsonl", d / "test.jsonl", d / "labels.json"]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
-        raise TaskUnavailable(f"ICL data file {missing[0]} not found: {ENV_VAR} must hold {name}/train.jsonl, test.jsonl and labels.json")
+        raise TaskUnavailable(
+            f"ICL data file {missing[0]} not found: {ENV_VAR} must hold {name}/train.jsonl, test.jsonl and labels.json"
+        )
     labels = tuple(json.loads(files[2].read_text(encoding="utf-8")))
     return _read_rows(files[0]), _read_rows(files[1]), labels
 
@@ -73,7 +80,11 @@ def _hub(name: str):
         return rows(ds["train"], "label"), rows(ds["test"], "label"), tuple(ds["train"].features["label"].names)
     if name == "clinic150":
         ds = load_dataset("clinc_oos", "plus")
-        return rows(ds["train"], "intent"), rows(ds["validation"], "intent"), tuple(ds["train"].features["intent"].names)
+        return (
+            rows(ds["train"], "intent"),
+            rows(ds["validation"], "intent"),
+            tuple(ds["train"].features["intent"].names),
+        )
     ds = load_dataset("xingkunliuxtracta/nlu_evaluation_data")["train"]
     names = tuple(ds.features["label"].names)
     split = ds.train_test_split(test_size=0.1, seed=42)
@@ -85,13 +96,17 @@ def _load(name: str, folder: str | None) -> ICLData:
     if folder:
         train, test, labels = _local(Path(folder), name)
     elif _offline():
-        raise TaskUnavailable(f"ICL data for {name} not found (offline): set {ENV_VAR}=DIR with {name}/train.jsonl, test.jsonl, labels.json")
+        raise TaskUnavailable(
+            f"ICL data for {name} not found (offline): set {ENV_VAR}=DIR with {name}/train.jsonl, test.jsonl, labels.json"
+        )
     else:
         try:
             train, test, labels = _hub(name)
         except Exception as exc:
             msg = str(exc).splitlines()[0][:150] if str(exc) else type(exc).__name__
-            raise TaskUnavailable(f"ICL data for {name} could not be loaded from the hub ({msg}): set {ENV_VAR}=DIR") from None
+            raise TaskUnavailable(
+                f"ICL data for {name} could not be loaded from the hub ({msg}): set {ENV_VAR}=DIR"
+            ) from None
     bad = [lab for _, lab in train + test if not 0 <= lab < len(labels)]
     if bad:
         raise TaskUnavailable(f"ICL {name}: label {bad[0]} has no name in labels.json ({len(labels)} names)")

@@ -33,8 +33,10 @@ from tasks.longbench.metrics import normalize_answer
 from tasks.registry import register_suite, register_task
 from tasks.tokenization import count_tokens
 
-PROMPT = ('Use the provided mapping from the text to label to assign a label to the text. '
-          'Only output "label: {{label}}" and nothing else. \n\n{context}\n\n{question}\nlabel:')
+PROMPT = (
+    "Use the provided mapping from the text to label to assign a label to the text. "
+    'Only output "label: {{label}}" and nothing else. \n\n{context}\n\n{question}\nlabel:'
+)
 DEMO = "{text}\nlabel: {label}"
 MAX_NEW_TOKENS = 20
 DATASETS = ["trec_coarse", "trec_fine", "banking77", "clinic150", "nlu"]
@@ -168,7 +170,9 @@ class ICLTask(Task):
         d = data.load(self.dataset)
         order = _test_order(self.dataset, d.hash)
         if not 0 <= index < len(order):
-            raise UserError(f"{self.name} has {len(order)} test items, index {index} asked: pass --samples {len(order)} or fewer")
+            raise UserError(
+                f"{self.name} has {len(order)} test items, index {index} asked: pass --samples {len(order)} or fewer"
+            )
         text, label = d.test[order[index]]
         local = item_seed(text, seed)
         target = demo_count(self.dataset, length)
@@ -197,14 +201,30 @@ class ICLTask(Task):
             guess += 1
         k = largest_fitting(len(demos), fits, guess)
         if k < 0:
-            raise UserError(f"{self.name} item {index} does not fit in {length} tokens even without demos: use a longer length")
+            raise UserError(
+                f"{self.name} item {index} does not fit in {length} tokens even without demos: use a longer length"
+            )
         prompt = self.render(demos[:k], text, mapping)
         return Sample(
-            task=self.name, version=self.version, length=length, index=index, seed=seed,
-            input=prompt, answer_prefix="", references=(str(mapping[label]),), max_new_tokens=self.max_new_tokens,
-            num_tokens=counted[k] if k in counted else count_tokens(tokenizer, prompt), dataset_hash=d.hash,
-            metadata={"demos_target": target, "demos_used": k, "label_mapping": "natural" if self.natural else "random_int",
-                      "true_label": d.labels[label], "item_seed": local, "stop": ["\n"]},
+            task=self.name,
+            version=self.version,
+            length=length,
+            index=index,
+            seed=seed,
+            input=prompt,
+            answer_prefix="",
+            references=(str(mapping[label]),),
+            max_new_tokens=self.max_new_tokens,
+            num_tokens=counted[k] if k in counted else count_tokens(tokenizer, prompt),
+            dataset_hash=d.hash,
+            metadata={
+                "demos_target": target,
+                "demos_used": k,
+                "label_mapping": "natural" if self.natural else "random_int",
+                "true_label": d.labels[label],
+                "item_seed": local,
+                "stop": ["\n"],
+            },
         )
 
     def score(self, prediction: str, sample: Sample) -> float:
@@ -214,12 +234,23 @@ class ICLTask(Task):
 
 def _make(dataset: str, natural: bool) -> type[ICLTask]:
     name = f"icl_{dataset}" + ("_natural" if natural else "")
-    cls = type(f"ICL_{dataset}{'_natural' if natural else ''}", (ICLTask,),
-               {"name": name, "dataset": dataset, "natural": natural,
-                "__doc__": f"HELMET ICL {dataset}, {'natural labels' if natural else 'labels mapped to random integers'}"})
+    cls = type(
+        f"ICL_{dataset}{'_natural' if natural else ''}",
+        (ICLTask,),
+        {
+            "name": name,
+            "dataset": dataset,
+            "natural": natural,
+            "__doc__": f"HELMET ICL {dataset}, {'natural labels' if natural else 'labels mapped to random integers'}",
+        },
+    )
     return register_task(cls)
 
 
 TASKS = {t.name: t for ds in DATASETS for t in (_make(ds, False), _make(ds, True))}
-register_suite("icl", [f"icl_{d}" for d in DATASETS], "HELMET many-shot ICL (TREC coarse/fine, Banking77, Clinic150, NLU), random-integer labels")
+register_suite(
+    "icl",
+    [f"icl_{d}" for d in DATASETS],
+    "HELMET many-shot ICL (TREC coarse/fine, Banking77, Clinic150, NLU), random-integer labels",
+)
 register_suite("icl-natural", [f"icl_{d}_natural" for d in DATASETS], "HELMET many-shot ICL with natural label names")

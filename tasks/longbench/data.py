@@ -33,7 +33,9 @@ def set_data_dir(path: str | os.PathLike | None) -> None:
     """Use this folder of jsonl files (the CLI's --longbench flag); None goes back to the env/hub."""
     global _data_dir
     if path is not None and not Path(path).is_dir():
-        raise TaskUnavailable(f"LongBench folder {path} does not exist: pass a folder holding the reference's <task>.jsonl files")
+        raise TaskUnavailable(
+            f"LongBench folder {path} does not exist: pass a folder holding the reference's <task>.jsonl files"
+        )
     _data_dir = Path(path) if path is not None else None
     load_records.cache_clear()
 
@@ -46,8 +48,10 @@ def data_dir() -> Path | None:
 
 
 def _offline() -> bool:
-    return any(os.environ.get(v, "").strip() not in ("", "0", "false", "False")
-               for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").strip() not in ("", "0", "false", "False")
+        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
 
 
 def _find_local(folder: Path, name: str) -> Path | None:
@@ -66,7 +70,9 @@ def _read_jsonl(path: Path) -> list[dict]:
             try:
                 rec = json.loads(line)
             except ValueError:
-                raise TaskUnavailable(f"{path} line {n} is not JSON: re-extract the reference's LongBench data") from None
+                raise TaskUnavailable(
+                    f"{path} line {n} is not JSON: re-extract the reference's LongBench data"
+                ) from None
             missing = [k for k in ("input", "context", "answers") if k not in rec]
             if missing:
                 raise TaskUnavailable(f"{path} line {n} lacks {', '.join(missing)}: it is not a LongBench jsonl file")
@@ -98,8 +104,10 @@ def _from_hub(name: str) -> list[dict]:
         errors.append(f"data.zip has no {name}.jsonl")
     except Exception as exc:
         errors.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    raise TaskUnavailable(f"LongBench {name} could not be loaded from the hub ({'; '.join(errors)[:200]}): "
-                          f"set {ENV_VAR}=DIR with the reference's jsonl files")
+    raise TaskUnavailable(
+        f"LongBench {name} could not be loaded from the hub ({'; '.join(errors)[:200]}): "
+        f"set {ENV_VAR}=DIR with the reference's jsonl files"
+    )
 
 
 @lru_cache(maxsize=64)
@@ -107,12 +115,16 @@ def _load(name: str, folder: Path | None) -> tuple[tuple[dict, ...], str]:
     if folder is not None:
         path = _find_local(folder, name)
         if path is None:
-            raise TaskUnavailable(f"LongBench file {name}.jsonl not found in {folder}: unzip THUDM/LongBench's data.zip there "
-                                  f"or point {ENV_VAR} at the folder that holds it")
+            raise TaskUnavailable(
+                f"LongBench file {name}.jsonl not found in {folder}: unzip THUDM/LongBench's data.zip there "
+                f"or point {ENV_VAR} at the folder that holds it"
+            )
         records = _read_jsonl(path)
     elif _offline():
-        raise TaskUnavailable(f"LongBench data for {name} not found (offline): set {ENV_VAR}=DIR to a folder with the "
-                              "reference's jsonl files (THUDM/LongBench data.zip)")
+        raise TaskUnavailable(
+            f"LongBench data for {name} not found (offline): set {ENV_VAR}=DIR to a folder with the "
+            "reference's jsonl files (THUDM/LongBench data.zip)"
+        )
     else:
         records = _from_hub(name)
     if not records:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 from tasks.longbench.prompts import FIRST_LINE_TASKS
 
@@ -156,12 +156,27 @@ METRICS: dict[str, Callable[..., float]] = {
 
 # LongBench/eval.py dataset2metric, by metric name.
 DATASET2METRIC: dict[str, str] = {
-    "narrativeqa": "qa_f1", "qasper": "qa_f1", "multifieldqa_en": "qa_f1", "multifieldqa_zh": "qa_f1_zh",
-    "hotpotqa": "qa_f1", "2wikimqa": "qa_f1", "musique": "qa_f1", "dureader": "rouge_zh",
-    "gov_report": "rouge", "qmsum": "rouge", "multi_news": "rouge", "vcsum": "rouge_zh",
-    "trec": "classification", "triviaqa": "qa_f1", "samsum": "rouge", "lsht": "classification",
-    "passage_retrieval_en": "retrieval", "passage_count": "count", "passage_retrieval_zh": "retrieval_zh",
-    "lcc": "code_sim", "repobench-p": "code_sim",
+    "narrativeqa": "qa_f1",
+    "qasper": "qa_f1",
+    "multifieldqa_en": "qa_f1",
+    "multifieldqa_zh": "qa_f1_zh",
+    "hotpotqa": "qa_f1",
+    "2wikimqa": "qa_f1",
+    "musique": "qa_f1",
+    "dureader": "rouge_zh",
+    "gov_report": "rouge",
+    "qmsum": "rouge",
+    "multi_news": "rouge",
+    "vcsum": "rouge_zh",
+    "trec": "classification",
+    "triviaqa": "qa_f1",
+    "samsum": "rouge",
+    "lsht": "classification",
+    "passage_retrieval_en": "retrieval",
+    "passage_count": "count",
+    "passage_retrieval_zh": "retrieval_zh",
+    "lcc": "code_sim",
+    "repobench-p": "code_sim",
 }
 
 

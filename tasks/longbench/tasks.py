@@ -76,7 +76,9 @@ class LongBenchTask(Task):
     def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
         recs = self.records()
         if not 0 <= index < len(recs):
-            raise UserError(f"{self.name} has {len(recs)} samples, index {index} asked: pass --samples {len(recs)} or fewer")
+            raise UserError(
+                f"{self.name} has {len(recs)} samples, index {index} asked: pass --samples {len(recs)} or fewer"
+            )
         rec = recs[index]
         prompt = DATASET2PROMPT[self.dataset].format(**rec)
         prompt, trunc = middle_truncate(prompt, tokenizer, length - self.max_new_tokens if length > 0 else 0)
@@ -112,9 +114,16 @@ def _make(name: str, dataset: str, data_name: str, bucket: str | None = None) ->
     cls = type(
         f"LongBench_{name}".replace("-", "_").replace("+", "plus"),
         (LongBenchTask,),
-        {"name": name, "dataset": dataset, "data_name": data_name, "bucket": bucket,
-         "metric": DATASET2METRIC[dataset], "max_new_tokens": DATASET2MAXLEN[dataset],
-         "__doc__": f"LongBench {dataset}" + (f" (LongBench-E{', ' + bucket if bucket else ''})" if data_name.endswith("_e") else "")},
+        {
+            "name": name,
+            "dataset": dataset,
+            "data_name": data_name,
+            "bucket": bucket,
+            "metric": DATASET2METRIC[dataset],
+            "max_new_tokens": DATASET2MAXLEN[dataset],
+            "__doc__": f"LongBench {dataset}"
+            + (f" (LongBench-E{', ' + bucket if bucket else ''})" if data_name.endswith("_e") else ""),
+        },
     )
     return register_task(cls)
 
@@ -155,7 +164,9 @@ SUITE_CATEGORIES: dict[str, dict[str, list[str]]] = {
 for _b, _suffix in E_BUCKET_SUFFIX.items():
     SUITE_CATEGORIES[f"longbench-e-{_suffix.replace('_', '-')}"] = _categories(f"_e_{_suffix}", E_DATASETS)
 
-register_suite("longbench", list(DATASETS), "LongBench v1: all 21 tasks, six categories (set HARNESS_LONGBENCH offline)")
+register_suite(
+    "longbench", list(DATASETS), "LongBench v1: all 21 tasks, six categories (set HARNESS_LONGBENCH offline)"
+)
 register_suite("longbench-en", ENGLISH, "LongBench v1, English and code tasks only (16)")
 register_suite("longbench-icl", list(ICL), "LongBench few-shot (ICL) tasks: trec, triviaqa, samsum, lsht")
 register_suite("longbench-e", E_TASKS["all"], "LongBench-E: 13 tasks with a uniform length distribution")

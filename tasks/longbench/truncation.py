@@ -27,7 +27,9 @@ def middle_truncate(prompt: str, tokenizer, max_length: int) -> tuple[str, dict[
         return prompt, info
     half = int(max_length / 2)
     left = right = half
-    kept = tokenizer.decode(ids[:left], skip_special_tokens=True) + tokenizer.decode(ids[-right:], skip_special_tokens=True)
+    kept = tokenizer.decode(ids[:left], skip_special_tokens=True) + tokenizer.decode(
+        ids[-right:], skip_special_tokens=True
+    )
     # Re-encoding the joined halves can merge differently at the seam (or re-add BOS) and come out
     # a few tokens over; pred.py would then run past the model's context. Trim the halves until it
     # fits; `refit_tokens` records how far we went beyond pred.py's cut (0 almost always).
@@ -35,8 +37,9 @@ def middle_truncate(prompt: str, tokenizer, max_length: int) -> tuple[str, dict[
         excess = n - max_length
         cut_left = min(left, (excess + 1) // 2)
         left, right = left - cut_left, max(0, right - max(1, excess - cut_left))
-        kept = (tokenizer.decode(ids[:left], skip_special_tokens=True)
-                + (tokenizer.decode(ids[-right:], skip_special_tokens=True) if right else ""))
+        kept = tokenizer.decode(ids[:left], skip_special_tokens=True) + (
+            tokenizer.decode(ids[-right:], skip_special_tokens=True) if right else ""
+        )
     info["truncated"] = True
     info["refit_tokens"] = 2 * half - left - right
     return kept, info

@@ -10,23 +10,35 @@ from tasks.registry import register_suite, register_task
 from tasks.ruler.niah import NIAH_TASKS
 
 RULER_TASKS = [
-    "niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2",
-    "niah_multikey_3", "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe", "qa_1", "qa_2",
+    "niah_single_1",
+    "niah_single_2",
+    "niah_single_3",
+    "niah_multikey_1",
+    "niah_multikey_2",
+    "niah_multikey_3",
+    "niah_multivalue",
+    "niah_multiquery",
+    "vt",
+    "cwe",
+    "fwe",
+    "qa_1",
+    "qa_2",
 ]
 
 for _cls in NIAH_TASKS:
     register_task(_cls)
 
-from tasks.ruler.cwe import CweTask  # noqa: E402
-from tasks.ruler.fwe import FweTask  # noqa: E402
-from tasks.ruler.qa import Qa1, Qa2  # noqa: E402
-from tasks.ruler.vt import VtTask  # noqa: E402
+from tasks.ruler.cwe import CweTask
+from tasks.ruler.fwe import FweTask
+from tasks.ruler.qa import Qa1, Qa2
+from tasks.ruler.vt import VtTask
 
 for _cls in (VtTask, CweTask, FweTask, Qa1, Qa2):
     register_task(_cls)
 
 register_suite("ruler", RULER_TASKS, help="RULER: 13 synthetic long-context tasks (NVIDIA/RULER)")
 register_suite(
-    "ruler-llama2", [t for t in RULER_TASKS if t not in ("niah_multikey_3", "cwe")],
+    "ruler-llama2",
+    [t for t in RULER_TASKS if t not in ("niah_multikey_3", "cwe")],
     help="RULER without niah_multikey_3 and cwe (the 11 tasks the paper uses for LLaMA-2-7B)",
 )

@@ -32,12 +32,19 @@ class RulerTask(Task):
         plan = self.build_plan(length, index, seed, tokenizer)
         n, inp, pre, tokens = fit(plan, counter_for(tokenizer), length, self.max_new_tokens, f"{self.name}")
         return Sample(
-            task=self.name, version=self.version, length=length, index=index, seed=seed,
-            input=inp, answer_prefix=pre, references=tuple(plan.references),
-            max_new_tokens=self.max_new_tokens, num_tokens=tokens, dataset_hash=self.dataset_hash(),
+            task=self.name,
+            version=self.version,
+            length=length,
+            index=index,
+            seed=seed,
+            input=inp,
+            answer_prefix=pre,
+            references=tuple(plan.references),
+            max_new_tokens=self.max_new_tokens,
+            num_tokens=tokens,
+            dataset_hash=self.dataset_hash(),
             metadata={"haystack_units": n, **plan.metadata(n)},
         )
 
     def score(self, prediction: str, sample: Sample) -> float:
         return metric_score(self.metric, prediction, sample.references)
-

@@ -66,7 +66,9 @@ class CwePlan:
         ex_words = rng.sample(pool, ex_n)
         ex_list = ex_words[:NUM_CW] * ex_c + ex_words[NUM_CW:] * ex_u
         rng.shuffle(ex_list)
-        example = T.CWE_TEMPLATE.format(context=_numbered(ex_list)) + T.CWE_ANSWER_PREFIX + " " + _numbered(ex_words[:NUM_CW])
+        example = (
+            T.CWE_TEMPLATE.format(context=_numbered(ex_list)) + T.CWE_ANSWER_PREFIX + " " + _numbered(ex_words[:NUM_CW])
+        )
         self.head = example + "\n"
         self.rng_state = rng.getstate()
         self.pool = pool
@@ -105,8 +107,12 @@ class CwePlan:
         return num[entries] + self.fc * self.common_cost + self.fu * self.ucum[n]
 
     def metadata(self, n: int) -> dict:
-        return {"common_freq": self.fc, "uncommon_freq": self.fu, "words": NUM_CW + n,
-                "word_pool": "wonderwords+essays" if self.extended else "wonderwords"}
+        return {
+            "common_freq": self.fc,
+            "uncommon_freq": self.fu,
+            "words": NUM_CW + n,
+            "word_pool": "wonderwords+essays" if self.extended else "wonderwords",
+        }
 
 
 class CweTask(RulerTask):

@@ -39,7 +39,8 @@ def np_rng(rng: random.Random) -> np.random.Generator:
 # holds), and whitespace at a text's end looks past it as at the end of a string; on one text
 # without \x1c it is GPT-2's pattern.
 _BYTELEVEL_JOINED = re.compile(
-    r"""\x1c|'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9\x1c]+|\s+(?![^\s\x1c])|\s+""", re.ASCII)
+    r"""\x1c|'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9\x1c]+|\s+(?![^\s\x1c])|\s+""", re.ASCII
+)
 _SEP = "\x1c"
 # ASCII texts the fast path leaves to the tokenizer: those holding the separators \x1c-\x1f
 # (whitespace to some regex engines and not to others) or an added token's text; non-ASCII texts
@@ -137,8 +138,14 @@ class Counter:
         b = self.backend
         try:
             pt, model = b.pre_tokenizer, b.model
-            if (b.normalizer is not None or type(pt).__name__ != "ByteLevel" or not pt.use_regex
-                    or pt.add_prefix_space or type(model).__name__ != "BPE" or model.dropout):
+            if (
+                b.normalizer is not None
+                or type(pt).__name__ != "ByteLevel"
+                or not pt.use_regex
+                or pt.add_prefix_space
+                or type(model).__name__ != "BPE"
+                or model.dropout
+            ):
                 return False
             # the byte-to-unicode map of ByteLevel, read off the tokenizer for each ASCII char
             table = {}
@@ -147,7 +154,9 @@ class Counter:
                 if len(mapped) != 1 or len(mapped[0][0]) != 1:
                     return False
                 table[i] = mapped[0][0]
-            if [w.translate(table) for w in _BYTELEVEL_JOINED.findall(_PROBE)] != [w for w, _ in pt.pre_tokenize_str(_PROBE)]:
+            if [w.translate(table) for w in _BYTELEVEL_JOINED.findall(_PROBE)] != [
+                w for w, _ in pt.pre_tokenize_str(_PROBE)
+            ]:
                 return False
             # the tokenizer splits added tokens (specials) off before pre-tokenizing
             self._needles = _NOT_FAST + sorted({t.content for t in b.get_added_tokens_decoder().values() if t.content})
@@ -240,8 +249,9 @@ def _solve(plan: Plan, offset: float, budget: int, hi_hint: int) -> int:
     return lo
 
 
-def fit(plan: Plan, counter: Counter, length: int, max_new_tokens: int, what: str,
-        max_rounds: int = 12) -> tuple[int, str, str, int]:
+def fit(
+    plan: Plan, counter: Counter, length: int, max_new_tokens: int, what: str, max_rounds: int = 12
+) -> tuple[int, str, str, int]:
     """Largest unit count n with tokens(prompt) + max_new_tokens <= length.
 
     Returns (n, input, answer_prefix, tokens). `what` names the task for the error raised when
@@ -286,8 +296,7 @@ def fit(plan: Plan, counter: Counter, length: int, max_new_tokens: int, what: st
         else:
             new = _solve(plan, offset, budget, n)
             n = min(new, n - 1)
-            if n < plan.min_units:
-                n = plan.min_units
+            n = max(n, plan.min_units)
     # the model keeps missing (a tokenizer that is far from additive): walk one unit at a time
     fitting = [k for k, v in seen.items() if v[0] <= budget]
     n = max(fitting)

@@ -23,7 +23,7 @@ from tasks.ruler.fitting import Counter, np_rng, sample_rng
 
 ALPHA = 2.0
 CODED_WORDLEN = 6
-ZETA_2 = math.pi ** 2 / 6  # scipy.special.zeta(2.0), checked in the tests
+ZETA_2 = math.pi**2 / 6  # scipy.special.zeta(2.0), checked in the tests
 
 
 def vocab_size(length: int) -> int:
@@ -34,7 +34,7 @@ def counts(num_words, size: int) -> np.ndarray:
     """Occurrences per rank for each N in num_words, exactly as the reference computes them."""
     k = np.arange(1, size + 1)
     n = np.atleast_1d(np.asarray(num_words))
-    return (n[:, None] * (k ** -ALPHA)[None, :] / ZETA_2).astype(int)
+    return (n[:, None] * (k**-ALPHA)[None, :] / ZETA_2).astype(int)
 
 
 def coded_words(rng: random.Random, size: int) -> list[str]:
@@ -50,19 +50,22 @@ def coded_words(rng: random.Random, size: int) -> list[str]:
     if version != 3 or len(internal) != 625:  # an unknown generator layout: draw one by one
         return _coded_words_loop(rng, size)
     bits = np.random.MT19937()
-    bits.state = {"bit_generator": "MT19937",
-                  "state": {"key": np.array(internal[:624], dtype=np.uint32), "pos": internal[624]}}
+    bits.state = {
+        "bit_generator": "MT19937",
+        "state": {"key": np.array(internal[:624], dtype=np.uint32), "pos": internal[624]},
+    }
     letters = np.frombuffer(string.ascii_lowercase.encode(), dtype=np.uint8)
     vocab: list[str] = []
     seen: set[str] = set()
     while len(vocab) < size:
         m = size - len(vocab) + 16
         raw = bits.random_raw(2 * CODED_WORDLEN * m).reshape(-1, 2)
-        x = ((raw[:, 0] >> 5).astype(np.float64) * 67108864.0 + (raw[:, 1] >> 6).astype(np.float64)) \
-            * (1.0 / 9007199254740992.0)
+        x = ((raw[:, 0] >> 5).astype(np.float64) * 67108864.0 + (raw[:, 1] >> 6).astype(np.float64)) * (
+            1.0 / 9007199254740992.0
+        )
         text = letters[np.floor(x * 26.0).astype(np.int64)].tobytes().decode("ascii")
         for i in range(0, len(text), CODED_WORDLEN):
-            w = text[i:i + CODED_WORDLEN]
+            w = text[i : i + CODED_WORDLEN]
             if w not in seen:
                 seen.add(w)
                 vocab.append(w)
@@ -110,7 +113,7 @@ class FwePlan:
     def model(self, n: np.ndarray) -> np.ndarray:
         out = np.empty(len(n), dtype=np.int64)
         for i in range(0, len(n), 16):  # bounded memory at 1M (vocabulary ~21k)
-            out[i:i + 16] = counts(n[i:i + 16], len(self.vocab)) @ self.costs
+            out[i : i + 16] = counts(n[i : i + 16], len(self.vocab)) @ self.costs
         return out
 
     def metadata(self, n: int) -> dict:

@@ -49,7 +49,10 @@ def draw_values(kind: str, g: np.random.Generator, size: int) -> list[str]:
         return [str(v) for v in g.integers(10**6, 10**7, size=size)]
     if kind == "words":
         adj, noun = adjectives(), nouns()
-        return [f"{adj[i // len(noun)]}-{noun[i % len(noun)]}" for i in g.integers(0, len(adj) * len(noun), size=size).tolist()]
+        return [
+            f"{adj[i // len(noun)]}-{noun[i % len(noun)]}"
+            for i in g.integers(0, len(adj) * len(noun), size=size).tolist()
+        ]
     if kind == "uuids":  # random 128 bits with the v4 version and variant bits, as uuid.UUID(version=4)
         raw = np.frombuffer(g.bytes(16 * size), dtype=np.uint8).reshape(size, 16).copy()
         raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40
@@ -113,7 +116,7 @@ class EssayCosts:
             return
         while len(self.cum) - 1 < k:
             a = len(self.cum) - 1
-            chunk = self.words[a:a + self.CHUNK]
+            chunk = self.words[a : a + self.CHUNK]
             lead = 1 if a else 0
             text = " " * lead + " ".join(chunk)
             enc = self.counter.backend.encode(text, add_special_tokens=False)
@@ -213,7 +216,7 @@ class NiahPlan:
         pos = [0] + sorted(int(num_sents * (d / 100)) for d in self.depths) + [num_sents]
         parts = []
         for i in range(1, len(pos)):
-            parts.append(" ".join(words[starts[pos[i - 1]]:starts[pos[i]]]))
+            parts.append(" ".join(words[starts[pos[i - 1]] : starts[pos[i]]]))
             if i - 1 < len(self.needles):
                 parts.append(self.needles[i - 1])
         return " ".join(parts)
@@ -236,8 +239,11 @@ class NiahPlan:
         g = np.random.default_rng(sample_rng(*self.parts, "distractors", b).getrandbits(64))
         keys = draw_values(self.cfg.type_k, g, DISTRACTOR_BLOCK)
         values = draw_values(self.cfg.type_v, g, DISTRACTOR_BLOCK)
-        return [(T.NEEDLE.format(type_needle_v=self.cfg.type_v, key=k, value=v), " " + k, " " + v)
-                for k, v in zip(keys, values) if k not in self.keys]  # a distractor never answers the query
+        return [
+            (T.NEEDLE.format(type_needle_v=self.cfg.type_v, key=k, value=v), " " + k, " " + v)
+            for k, v in zip(keys, values)
+            if k not in self.keys
+        ]  # a distractor never answers the query
 
     def _extend(self, n: int) -> None:
         """Draw distractor needles up to n (a fixed stream) and their token costs."""
@@ -319,4 +325,4 @@ NIAH_TASKS = [
     _make("niah_multiquery", NiahConfig("essay", "words", "numbers", num_q=4)),
 ]
 
-__all__ = ["NIAH_TASKS", "NiahTask", "NiahConfig", "DEPTHS"]
+__all__ = ["DEPTHS", "NIAH_TASKS", "NiahConfig", "NiahTask"]

@@ -74,7 +74,9 @@ class QaPlan:
         cum = self.counter.tables.get("qa_wrapcum")
         if cum is None or len(cum) <= upto:
             size = max(upto + 1, 2 * (len(cum) if cum is not None else 1024))
-            cum = cumulative(np.asarray(self.counter.pieces([f"\n\nDocument {i}:\n" for i in range(1, size)]), dtype=np.int64))
+            cum = cumulative(
+                np.asarray(self.counter.pieces([f"\n\nDocument {i}:\n" for i in range(1, size)]), dtype=np.int64)
+            )
             self.counter.tables["qa_wrapcum"] = cum
         return cum
 
@@ -114,7 +116,9 @@ class QaTask(RulerTask):
     def plan(self, length, parts, counter, index):
         data = self.data()
         if index >= len(data.qas):
-            raise UserError(f"{self.name}: sample {index} asked but the {self.dataset} data holds {len(data.qas)} questions; use --samples {len(data.qas)} or fewer")
+            raise UserError(
+                f"{self.name}: sample {index} asked but the {self.dataset} data holds {len(data.qas)} questions; use --samples {len(data.qas)} or fewer"
+            )
         return QaPlan(data, index, parts, counter)
 
     def sample(self, length, index, seed, tokenizer):

@@ -45,8 +45,10 @@ def _context(chain: list[str], n: int, rng) -> str:
 
 
 def _task_text(context: str, value: str) -> tuple[str, str]:
-    return (T.VT_TEMPLATE.format(context=context, query=value),
-            T.VT_ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value))
+    return (
+        T.VT_TEMPLATE.format(context=context, query=value),
+        T.VT_ANSWER_PREFIX.format(num_v=NUM_HOPS + 1, query=value),
+    )
 
 
 def _icl_lines(counter: Counter) -> int:

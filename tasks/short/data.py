@@ -25,7 +25,10 @@ HELLASWAG_ENV = "HARNESS_HELLASWAG"
 
 
 def _offline() -> bool:
-    return any(os.environ.get(v, "").strip() not in ("", "0", "false", "False") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").strip() not in ("", "0", "false", "False")
+        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
 
 
 def cache_root() -> Path:
@@ -50,8 +53,7 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     os.replace(tmp, path)
 
 
@@ -61,7 +63,9 @@ def _rows(env: str, files: list[str], hub: tuple[str, str | None], what: str) ->
         paths = [Path(folder) / f for f in files]
         missing = [str(p) for p in paths if not p.is_file()]
         if missing:
-            raise TaskUnavailable(f"{what} file {missing[0]} not found: {env} must name a folder with {', '.join(files)}")
+            raise TaskUnavailable(
+                f"{what} file {missing[0]} not found: {env} must name a folder with {', '.join(files)}"
+            )
         return [_read_jsonl(p) for p in paths]
     if _offline():
         raise TaskUnavailable(f"{what} data not found (offline): set {env}=DIR to a folder with {', '.join(files)}")
@@ -70,8 +74,10 @@ def _rows(env: str, files: list[str], hub: tuple[str, str | None], what: str) ->
 
         return [[dict(r) for r in load_dataset(hub[0], hub[1], split=f.removesuffix(".jsonl"))] for f in files]
     except Exception as exc:
-        raise TaskUnavailable(f"{what} could not be loaded from the hub ({str(exc).splitlines()[0][:150] if str(exc) else type(exc).__name__}): "
-                              f"set {env}=DIR with {', '.join(files)}") from None
+        raise TaskUnavailable(
+            f"{what} could not be loaded from the hub ({str(exc).splitlines()[0][:150] if str(exc) else type(exc).__name__}): "
+            f"set {env}=DIR with {', '.join(files)}"
+        ) from None
 
 
 @lru_cache(maxsize=4)
@@ -90,7 +96,9 @@ def _mmlu(folder_key: str | None) -> tuple[dict[str, dict[str, str]], list[tuple
         if not splits["test"]:
             continue
         if len(splits["dev"]) < 5:
-            raise TaskUnavailable(f"MMLU subject {subject} has {len(splits['dev'])} dev rows, 5-shot needs 5: use the full dev split")
+            raise TaskUnavailable(
+                f"MMLU subject {subject} has {len(splits['dev'])} dev rows, 5-shot needs 5: use the full dev split"
+            )
         files[subject] = {}
         for split in ("test", "dev"):
             path = root / subject / f"{split}.jsonl"

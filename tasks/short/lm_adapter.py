@@ -39,8 +39,10 @@ def _runner_lm_class():
             out: list[tuple[float, bool]] = []
             with tqdm(total=len(reqs), desc="loglikelihood", disable=not self.progress, leave=False) as bar:
                 for start in range(0, len(reqs), self.chunk):  # chunks: progress, and bounded memory
-                    part = self.runner.loglikelihood(reqs[start:start + self.chunk])
-                    assert len(part) == len(reqs[start:start + self.chunk]), "runner returned a wrong number of results"
+                    part = self.runner.loglikelihood(reqs[start : start + self.chunk])
+                    assert len(part) == len(reqs[start : start + self.chunk]), (
+                        "runner returned a wrong number of results"
+                    )
                     out += [(float(ll), bool(g)) for ll, g in part]
                     bar.update(len(part))
             return out
@@ -91,13 +93,22 @@ def local_config(name: str, data_files: dict[str, str]) -> dict[str, Any]:
 
     cfg = shipped_task_config(name)
     # datasets' Arrow cache goes beside our copies (under HARNESS_CACHE), not into ~/.cache.
-    cfg.update(dataset_path="json", dataset_name=None,
-               dataset_kwargs={"data_files": dict(data_files), "cache_dir": str(cache_root() / "hf-datasets")})
+    cfg.update(
+        dataset_path="json",
+        dataset_name=None,
+        dataset_kwargs={"data_files": dict(data_files), "cache_dir": str(cache_root() / "hf-datasets")},
+    )
     return cfg
 
 
-def run_lm_eval(runner, configs: list[dict[str, Any]], doc_ids: dict[str, list[int]], num_fewshot: int,
-                seed: int = 1234, progress: bool = True) -> dict[str, list[dict[str, Any]]]:
+def run_lm_eval(
+    runner,
+    configs: list[dict[str, Any]],
+    doc_ids: dict[str, list[int]],
+    num_fewshot: int,
+    seed: int = 1234,
+    progress: bool = True,
+) -> dict[str, list[dict[str, Any]]]:
     """lm-eval's logged samples {task: [sample dicts]} for the given doc ids of each config."""
     import logging
 
@@ -111,8 +122,15 @@ def run_lm_eval(runner, configs: list[dict[str, Any]], doc_ids: dict[str, list[i
     # was given (evaluator.py: doc_id_true = indices[doc_id]), so the list must be sorted.
     doc_ids = {task: sorted(set(ids)) for task, ids in doc_ids.items()}
     # Inline configs need no task index; an empty manager skips lm-eval's 12 s scan of its tasks.
-    res = lm_eval.simple_evaluate(task_manager=TaskManager(include_defaults=False),
-        model=lm, tasks=configs, num_fewshot=num_fewshot, samples=doc_ids, log_samples=True,
-        bootstrap_iters=0, fewshot_random_seed=seed, verbosity="WARNING",
+    res = lm_eval.simple_evaluate(
+        task_manager=TaskManager(include_defaults=False),
+        model=lm,
+        tasks=configs,
+        num_fewshot=num_fewshot,
+        samples=doc_ids,
+        log_samples=True,
+        bootstrap_iters=0,
+        fewshot_random_seed=seed,
+        verbosity="WARNING",
     )
     return res["samples"]

@@ -38,20 +38,30 @@ class _LmEvalTask(Task):
         if bad:
             raise UserError(f"{self.name} has {n} samples, index {bad[0]} asked: pass --samples {n} or fewer")
 
-    def _records(self, logged: list[dict], index_of: dict[tuple[str, int], int], task_name: str, extra) -> list[dict[str, Any]]:
+    def _records(
+        self, logged: list[dict], index_of: dict[tuple[str, int], int], task_name: str, extra
+    ) -> list[dict[str, Any]]:
         from tasks.short.lm_adapter import lm_eval_version
 
         out = []
         for s in logged:
             lls = [float(r[0]) for r in s["filtered_resps"]]
-            out.append({
-                "index": index_of[(task_name, int(s["doc_id"]))],
-                "prediction": extra(_argmax(lls)),
-                "score": float(s[self.lm_eval_metric]),
-                "metadata": {"lm_eval_version": lm_eval_version(), "lm_eval_task": task_name,
-                             "num_fewshot": self.num_fewshot, "metric": self.lm_eval_metric,
-                             "doc_id": int(s["doc_id"]), "target": s.get("target"), "loglikelihoods": lls},
-            })
+            out.append(
+                {
+                    "index": index_of[(task_name, int(s["doc_id"]))],
+                    "prediction": extra(_argmax(lls)),
+                    "score": float(s[self.lm_eval_metric]),
+                    "metadata": {
+                        "lm_eval_version": lm_eval_version(),
+                        "lm_eval_task": task_name,
+                        "num_fewshot": self.num_fewshot,
+                        "metric": self.lm_eval_metric,
+                        "doc_id": int(s["doc_id"]),
+                        "target": s.get("target"),
+                        "loglikelihoods": lls,
+                    },
+                }
+            )
         return out
 
 
@@ -118,10 +128,14 @@ class HellaSwag(_LmEvalTask):
         path, order, _ = data.hellaswag_file()
         # lm-eval's config names train/validation splits; only validation is read at 0-shot.
         cfg = local_config("hellaswag", {"train": path, "validation": path})
-        logged = run_lm_eval(runner, [cfg], {"hellaswag": [order[i] for i in indices]}, self.num_fewshot, progress=progress)
+        logged = run_lm_eval(
+            runner, [cfg], {"hellaswag": [order[i] for i in indices]}, self.num_fewshot, progress=progress
+        )
         out = self._records(logged["hellaswag"], {("hellaswag", order[i]): i for i in indices}, "hellaswag", str)
         pos = {i: n for n, i in enumerate(indices)}
         return sorted(out, key=lambda r: pos[r["index"]])
 
 
-register_suite("short", ["mmlu", "hellaswag"], "Short-context retention: MMLU 5-shot acc, HellaSwag 0-shot acc_norm (lm-eval)")
+register_suite(
+    "short", ["mmlu", "hellaswag"], "Short-context retention: MMLU 5-shot acc, HellaSwag 0-shot acc_norm (lm-eval)"
+)

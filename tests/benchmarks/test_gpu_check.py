@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,8 +26,18 @@ def _samples(directory: Path) -> None:
     # Two short RULER-shaped samples (Sample.to_json fields the runner section reads).
     d = directory / "niah_single_1"
     d.mkdir(parents=True)
-    rows = [{"task": "niah_single_1", "length": 128, "index": i, "input": f"The magic number is {i}7. " * 8,
-             "answer_prefix": " Answer:", "references": [f"{i}7"], "max_new_tokens": 6} for i in range(2)]
+    rows = [
+        {
+            "task": "niah_single_1",
+            "length": 128,
+            "index": i,
+            "input": f"The magic number is {i}7. " * 8,
+            "answer_prefix": " Answer:",
+            "references": [f"{i}7"],
+            "max_new_tokens": 6,
+        }
+        for i in range(2)
+    ]
     (d / "128.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
@@ -57,8 +66,13 @@ def test_cpu_path_smallest(tmp_path, tiny_llama_dir, capsys):
     assert ["runner", "greedy outputs identical across 2 runs", "True", "ok"] in body
     assert {r[1].split()[-1] for r in body if r[0] == "diagnose" and r[3] == "ok"} == {"bf16", "fp32"}
     for section in ("kernels", "train", "diagnose"):
-        assert f"section {section}: " in out and any(r[0] == section and r[3] == "skipped: needs CUDA" or
-                                                      r[0] == section and r[3].startswith("skipped: needs CUDA") for r in body)
+        assert f"section {section}: " in out and any(
+            r[0] == section
+            and r[3] == "skipped: needs CUDA"
+            or r[0] == section
+            and r[3].startswith("skipped: needs CUDA")
+            for r in body
+        )
 
 
 def test_runner_skip_and_bad_section(capsys):

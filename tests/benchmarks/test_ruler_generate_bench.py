@@ -12,13 +12,28 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ROW = re.compile(r"^(\w+)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+(\d+)/([\d.]+)/(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$")
+ROW = re.compile(
+    r"^(\w+)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+(\d+)/([\d.]+)/(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$"
+)
 
 
 def test_smallest_run_prints_a_checked_row_per_task():
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ruler_generate.py"), "--samples", "3",
-                           "--lengths", "1k", "--tasks", "niah_multikey_3,fwe"],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "ruler_generate.py"),
+            "--samples",
+            "3",
+            "--lengths",
+            "1k",
+            "--tasks",
+            "niah_multikey_3,fwe",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = {m.group(1): m for m in map(ROW.match, proc.stdout.splitlines()) if m}
     assert set(rows) == {"niah_multikey_3", "fwe"}, proc.stdout

@@ -41,17 +41,32 @@ def test_instructions_are_compact_but_random_strings_stay_characters(demo_tok):
 
 def test_tokenizer_is_deterministic(tmp_path, demo_tok_dir):
     again = demo_base.build_tokenizer(tmp_path / "again")
-    vocab = lambda d: json.loads((d / "tokenizer.json").read_text())["model"]["vocab"]  # noqa: E731
+    vocab = lambda d: json.loads((d / "tokenizer.json").read_text())["model"]["vocab"]
     assert vocab(again) == vocab(demo_tok_dir)
 
 
 def test_every_demo_task_fits_at_1k(tmp_path, demo_tok_dir):
     """With this tokenizer the demo's four tasks have a 1K sample (vt's fixed part needs ~1.7K bytes)."""
-    from harness.demo import DEFAULT_TASKS
     from harness.cli import main
+    from harness.demo import DEFAULT_TASKS
 
-    rc = main(["generate", "--tasks", ",".join(DEFAULT_TASKS), "--lengths", "1k", "--tokenizer", str(demo_tok_dir),
-               "--samples", "2", "--out", str(tmp_path / "gen"), "--cache-dir", "none"])
+    rc = main(
+        [
+            "generate",
+            "--tasks",
+            ",".join(DEFAULT_TASKS),
+            "--lengths",
+            "1k",
+            "--tokenizer",
+            str(demo_tok_dir),
+            "--samples",
+            "2",
+            "--out",
+            str(tmp_path / "gen"),
+            "--cache-dir",
+            "none",
+        ]
+    )
     assert rc == 0
     for task in DEFAULT_TASKS:
         rows = (tmp_path / "gen" / task / "1024.jsonl").read_text().splitlines()
@@ -81,8 +96,9 @@ def test_repeat_documents_repeat_one_long_string():
 def test_zero_shares_keep_the_old_corpus(tmp_path):
     """Adding the repeat type must not move the documents of an existing command: this is the corpus of
     the stop-11 pretraining attempt, whose sha256 was recorded then."""
-    digest = demo_corpus.write(tmp_path / "c.jsonl", 40000, seed=1, max_lines=40, short_share=0.7, short_lines=6,
-                               copy_share=0.4)
+    digest = demo_corpus.write(
+        tmp_path / "c.jsonl", 40000, seed=1, max_lines=40, short_share=0.7, short_lines=6, copy_share=0.4
+    )
     assert digest.startswith("dd58880b")
 
 

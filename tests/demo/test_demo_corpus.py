@@ -44,7 +44,7 @@ def test_chain_answer_lists_the_chain_in_order():
     chains = [d["text"] for d in _docs(300, seed=3) if d["kind"] == "chain"]
     assert chains
     for text in chains:
-        assigned = re.findall(r"^VAR (\w+) = ", text, flags=re.M)
+        assigned = re.findall(r"^VAR (\w+) = ", text, flags=re.MULTILINE)
         answer = text.rsplit("they are: ", 1)[1].split()
         assert answer == assigned
         assert all(len(name) in (4, 6) for name in answer)  # RULER's vt uses 5 (query) and 3 (example)

@@ -16,8 +16,24 @@ import pytest
 from harness.cli import main
 from harness.demo import DEFAULT_MODEL
 
-REDUCED = ["--window", "512", "--steps", "4", "--save-every", "2", "--keep-last", "2", "--lengths", "1k",
-           "--tasks", "niah_single_1,vt", "--samples", "8", "--corpus-docs", "40"]
+REDUCED = [
+    "--window",
+    "512",
+    "--steps",
+    "4",
+    "--save-every",
+    "2",
+    "--keep-last",
+    "2",
+    "--lengths",
+    "1k",
+    "--tasks",
+    "niah_single_1,vt",
+    "--samples",
+    "8",
+    "--corpus-docs",
+    "40",
+]
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +44,12 @@ def reduced():
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory, reduced):
     out = tmp_path_factory.mktemp("demo") / "out"
-    proc = subprocess.run([sys.executable, "-m", "harness", "demo", "--out", str(out), *reduced],
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "demo", "--out", str(out), *reduced],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc.stdout
 
@@ -66,7 +86,7 @@ def test_demo_from_the_shipped_base_scores_above_zero(demo_run):
 
 
 def test_missing_shipped_base_names_the_fix(tmp_path, capsys, monkeypatch):
-    import harness.demo as demo
+    from harness import demo
 
     monkeypatch.setattr(demo, "DEFAULT_MODEL", tmp_path / "assets" / "demo-base")
     assert main(["demo", "--out", str(tmp_path / "out"), "--model", str(tmp_path / "assets" / "demo-base")]) == 2
@@ -83,14 +103,17 @@ def test_demo_rerun_resumes_without_new_work(demo_run, reduced):
     assert lines == {p: len(p.read_text().splitlines()) for p in (out / "results").glob("*/samples.jsonl")}
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--steps", "3", "--save-every", "2"], "fewer than --keep-last 5"),
-    (["--model", "/nonexistent/model"], "is not a save_pretrained directory"),
-    (["--lengths", "4k-1k"], "reversed length range"),
-    (["--tasks", "no_such_task"], "unknown task"),
-    (["--modes", "full,sideways"], "unknown --modes sideways"),
-    (["--samples", "0"], "--samples 0 must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--steps", "3", "--save-every", "2"], "fewer than --keep-last 5"),
+        (["--model", "/nonexistent/model"], "is not a save_pretrained directory"),
+        (["--lengths", "4k-1k"], "reversed length range"),
+        (["--tasks", "no_such_task"], "unknown task"),
+        (["--modes", "full,sideways"], "unknown --modes sideways"),
+        (["--samples", "0"], "--samples 0 must be at least 1"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
     assert main(["demo", "--out", str(tmp_path / "out"), *argv]) == 2
     err = capsys.readouterr().err.strip()
@@ -99,7 +122,9 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
 
 
 def test_demo_help_lists_scale_up_flags():
-    proc = subprocess.run([sys.executable, "-m", "harness", "demo", "--help"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "demo", "--help"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0
     for flag in ("--model", "--window", "--steps", "--lengths", "--tasks", "--save-every", "--keep-last", "--data"):
         assert flag in proc.stdout

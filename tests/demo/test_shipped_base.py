@@ -21,8 +21,24 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "pretrain_demo_base.s
 
 def _score(tmp_path, ckpt, task: str, samples: int) -> float:
     out = tmp_path / f"eval-{Path(ckpt).name}-{task}"
-    rc = main(["eval", "--ckpts", str(ckpt), "--tasks", task, "--lengths", "1k", "--samples", str(samples),
-               "--max-model-len", "1024", "--out", str(out), "--no-progress"])
+    rc = main(
+        [
+            "eval",
+            "--ckpts",
+            str(ckpt),
+            "--tasks",
+            task,
+            "--lengths",
+            "1k",
+            "--samples",
+            str(samples),
+            "--max-model-len",
+            "1024",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     suite = next(iter(json.loads((out / "results.json").read_text())["suites"].values()))
     return suite["per_task"][task]["1024"]["mean"]
@@ -34,7 +50,7 @@ def test_shipped_base_is_a_few_mb_with_the_demo_tokenizer(tmp_path):
     assert config["model_type"] == "llama" and config["num_hidden_layers"] == 2 and config["hidden_size"] == 128
     # The script's first step rebuilds exactly this tokenizer.
     rebuilt = demo_base.build_tokenizer(tmp_path / "tok")
-    vocab = lambda d: json.loads((Path(d) / "tokenizer.json").read_text())["model"]  # noqa: E731
+    vocab = lambda d: json.loads((Path(d) / "tokenizer.json").read_text())["model"]
     assert vocab(rebuilt) == vocab(DEFAULT_MODEL)
 
 
@@ -49,8 +65,9 @@ def test_the_scripts_corpora_are_generated_unchanged(tmp_path):
     """The corpora the shipped model saw: each command in the script still writes the recorded sha256."""
     from training import demo_corpus
 
-    commands = re.findall(r'demo_corpus "\$WORK/(\w+)\.jsonl" ([^#]*?)# sha256 ([0-9a-f]{16})',
-                          SCRIPT.read_text().replace("\\\n", " "))
+    commands = re.findall(
+        r'demo_corpus "\$WORK/(\w+)\.jsonl" ([^#]*?)# sha256 ([0-9a-f]{16})', SCRIPT.read_text().replace("\\\n", " ")
+    )
     assert [name for name, _, _ in commands] == ["repeat", "mixed", "long"]
     for name, args, digest in commands:
         assert demo_corpus.write(tmp_path / f"{name}.jsonl", **_write_kwargs(args)) == digest, name
@@ -65,8 +82,9 @@ def _write_kwargs(args: str) -> dict:
 @pytest.fixture(scope="module")
 def random_base(tmp_path_factory):
     """The script's initial weights: same tokenizer and shape as the shipped model, no training."""
-    return demo_base.build_initial_model(tmp_path_factory.mktemp("init"), layers=2, hidden=128, heads=8,
-                                         max_len=8192, seed=0)
+    return demo_base.build_initial_model(
+        tmp_path_factory.mktemp("init"), layers=2, hidden=128, heads=8, max_len=8192, seed=0
+    )
 
 
 @pytest.mark.parametrize("task", ["niah_single_1", "vt"])

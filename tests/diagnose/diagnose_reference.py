@@ -15,8 +15,15 @@ def tiny_llama(dtype=torch.float64, layers=2, heads=2, kv_heads=2, hidden=64, se
     """A random LlamaForCausalLM on transformers' eager attention."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                      num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=8192)
+    cfg = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=8192,
+    )
     cfg._attn_implementation = "eager"
     torch.manual_seed(seed)
     return LlamaForCausalLM(cfg).to(dtype).eval()

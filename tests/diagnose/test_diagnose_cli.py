@@ -11,9 +11,30 @@ from harness.cli import main
 
 def test_diagnose_rope_writes_json_plots_and_html(tiny_llama_dir, tmp_path, capsys):
     out = tmp_path / "diag"
-    rc = main(["diagnose", "rope", "--ckpt", str(tiny_llama_dir), "--dtypes", "bf16,fp64", "--shifts", "0,16,500",
-               "--seq-len", "128", "--num-samples", "2", "--logit-lengths", "64-128", "--kernel", "sdpa",
-               "--device", "cpu", "--out", str(out)])
+    rc = main(
+        [
+            "diagnose",
+            "rope",
+            "--ckpt",
+            str(tiny_llama_dir),
+            "--dtypes",
+            "bf16,fp64",
+            "--shifts",
+            "0,16,500",
+            "--seq-len",
+            "128",
+            "--num-samples",
+            "2",
+            "--logit-lengths",
+            "64-128",
+            "--kernel",
+            "sdpa",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     data = json.loads((out / "rope_diagnostic.json").read_text())
     assert data["schema_version"] == 1 and data["kind"] == "rope_diagnostic"
@@ -30,16 +51,32 @@ def test_diagnose_rope_writes_json_plots_and_html(tiny_llama_dir, tmp_path, caps
     assert "max D" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("extra,message", [
-    (["--kernel", "varlen", "--device", "cpu"], "varlen kernel"),
-    (["--dtypes", "bf16,fp8"], "unknown dtype"),
-    (["--shifts", "0,x"], "bad --shifts value"),
-    (["--logit-lengths", "64-100"], "does not reach 100"),
-    (["--text", "/nonexistent/file.txt", "--no-plots"], "neither corpus, essays nor an existing text file"),
-])
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--kernel", "varlen", "--device", "cpu"], "varlen kernel"),
+        (["--dtypes", "bf16,fp8"], "unknown dtype"),
+        (["--shifts", "0,x"], "bad --shifts value"),
+        (["--logit-lengths", "64-100"], "does not reach 100"),
+        (["--text", "/nonexistent/file.txt", "--no-plots"], "neither corpus, essays nor an existing text file"),
+    ],
+)
 def test_user_errors_exit_2(tiny_llama_dir, tmp_path, capsys, extra, message):
-    rc = main(["diagnose", "rope", "--ckpt", str(tiny_llama_dir), "--seq-len", "64", "--num-samples", "1",
-               "--out", str(tmp_path / "o"), *extra])
+    rc = main(
+        [
+            "diagnose",
+            "rope",
+            "--ckpt",
+            str(tiny_llama_dir),
+            "--seq-len",
+            "64",
+            "--num-samples",
+            "1",
+            "--out",
+            str(tmp_path / "o"),
+            *extra,
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and message in err and err.count("\n") == 1
 

@@ -9,11 +9,23 @@ from harness.diagnose.report import JSON_NAME, write_report
 
 def _run(ckpt, dtype, scale):
     shifts = [0, 16, 100]
-    return {"checkpoint": ckpt, "dtype": dtype, "product": dtype, "model": {}, "num_samples": 2,
-            "D": {"shifts": shifts, "delta2": 16, "mean": [scale, 0.0, 2 * scale], "std": [0.0] * 3,
-                  "per_sample": [[scale, 0.0, 2 * scale]] * 2, "per_layer_mean": [[scale], [0.0], [2 * scale]]},
-            "per_token": {"delta1": 0, "delta2": 16, "mean": [scale / 2, scale / 2]},
-            "D_logit": {"delta1": 0, "delta2": 16, "lengths": [64, 128], "mean": [scale, 3 * scale], "std": [0, 0]}}
+    return {
+        "checkpoint": ckpt,
+        "dtype": dtype,
+        "product": dtype,
+        "model": {},
+        "num_samples": 2,
+        "D": {
+            "shifts": shifts,
+            "delta2": 16,
+            "mean": [scale, 0.0, 2 * scale],
+            "std": [0.0] * 3,
+            "per_sample": [[scale, 0.0, 2 * scale]] * 2,
+            "per_layer_mean": [[scale], [0.0], [2 * scale]],
+        },
+        "per_token": {"delta1": 0, "delta2": 16, "mean": [scale / 2, scale / 2]},
+        "D_logit": {"delta1": 0, "delta2": 16, "lengths": [64, 128], "mean": [scale, 3 * scale], "std": [0, 0]},
+    }
 
 
 def test_report_without_plots(tmp_path):

@@ -8,7 +8,12 @@ from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
 from harness.diagnose.precision import (
-    HIGH, apply_rope, canonical_dtype, logits, low_precision, rope_cos_sin,
+    HIGH,
+    apply_rope,
+    canonical_dtype,
+    logits,
+    low_precision,
+    rope_cos_sin,
 )
 
 
@@ -61,13 +66,13 @@ def test_rotated_source_alone_rounds_only_the_rotation(rotary):
     # Error relative to the size of the two terms (the sum itself may cancel): a few bf16 ulps.
     terms = q.abs() * c.abs() + torch.cat((q[..., 16:], q[..., :16]), -1).abs() * s.abs()
     rel = ((low - exact).abs() / terms.clamp_min(1e-6)).max().item()
-    assert 0 < rel < 2 ** -6
+    assert 0 < rel < 2**-6
 
 
 def test_logits_product_matches_torch_in_dtype():
     torch.manual_seed(2)
     q, k = torch.randn(3, 40, 32, dtype=torch.float64), torch.randn(3, 50, 32, dtype=torch.float64)
-    scaling = 32 ** -0.5
+    scaling = 32**-0.5
     bf = logits(q, k, scaling, "bf16")
     ref = ((q.bfloat16() @ k.bfloat16().transpose(1, 2)) * scaling).double()
     assert torch.equal(bf, ref)

@@ -53,7 +53,9 @@ def test_equal_shifts_give_exactly_zero(bf16_run, fp64_model):
     assert all(row[i] == 0.0 for row in bf16_run["D"]["per_sample"])
     for name in ("baseline", "angles", "rotated", "product", "all_low"):
         assert bf16_run["sources"][name][i] == 0.0
-    run = measure(fp64_model, _samples(1), Settings(shifts=(5,), delta2=5, seq_len=L, logit_lengths=()), "fp64", progress=False)
+    run = measure(
+        fp64_model, _samples(1), Settings(shifts=(5,), delta2=5, seq_len=L, logit_lengths=()), "fp64", progress=False
+    )
     assert run["D"]["mean"] == [0.0]
 
 
@@ -68,7 +70,9 @@ def test_bf16_is_clearly_above_float64(bf16_run, fp64_exact):
 
 def test_transformers_float32_angles_break_float64(fp64_model, fp64_exact):
     """The issue's observation: fp32 cos/sin alone give D ≈ 1e-7 on a float64 model."""
-    run = measure(fp64_model, _samples(), Settings(shifts=(0, 100), seq_len=L, logit_lengths=()), "fp64", progress=False)
+    run = measure(
+        fp64_model, _samples(), Settings(shifts=(0, 100), seq_len=L, logit_lengths=()), "fp64", progress=False
+    )
     assert all(1e-9 < v < 1e-5 for v in run["D"]["mean"])
     assert max(fp64_exact["D"]["mean"]) < 1e-6 * min(run["D"]["mean"])
     # Only the angles are low in a float64 model, and the source breakdown finds the same size.
@@ -83,8 +87,13 @@ def test_model_metrics_match_brute_force(fp64_model, bf16_model, dtype, angles):
     model = fp64_model if dtype == "fp64" else bf16_model
     torch_dtype = torch.float64 if dtype == "fp64" else torch.bfloat16
     samples = _samples(2)
-    run = measure(model, samples, Settings(shifts=(0, 300), seq_len=L, logit_lengths=(40, L), rope_angles=angles,
-                                           sources=False), dtype, progress=False)
+    run = measure(
+        model,
+        samples,
+        Settings(shifts=(0, 300), seq_len=L, logit_lengths=(40, L), rope_angles=angles, sources=False),
+        dtype,
+        progress=False,
+    )
     for s, tokens in enumerate(samples):
         ids = torch.tensor([tokens])
         for i, shift in enumerate((0, 300)):
@@ -93,11 +102,15 @@ def test_model_metrics_match_brute_force(fp64_model, bf16_model, dtype, angles):
     # per-token (Δ1 = 0) and D_logit are means over samples
     refs = [model_metrics(model, torch.tensor([t]), 0, 16, torch_dtype, fp64_angles=angles == "fp64") for t in samples]
     mean_tokens = sum(r[1] for r in refs) / len(refs)
-    assert torch.allclose(torch.tensor(run["per_token"]["mean"], dtype=torch.float64), mean_tokens, rtol=1e-6, atol=1e-16)
+    assert torch.allclose(
+        torch.tensor(run["per_token"]["mean"], dtype=torch.float64), mean_tokens, rtol=1e-6, atol=1e-16
+    )
     assert sum(run["per_token"]["mean"]) == pytest.approx(run["D"]["mean"][0], rel=1e-9)
     for i, length in enumerate((40, L)):
-        ref = [model_metrics(model, torch.tensor([t[:length]]), 0, 16, torch_dtype, fp64_angles=angles == "fp64")[2]
-               for t in samples]
+        ref = [
+            model_metrics(model, torch.tensor([t[:length]]), 0, 16, torch_dtype, fp64_angles=angles == "fp64")[2]
+            for t in samples
+        ]
         assert run["D_logit"]["mean"][i] == pytest.approx(sum(ref) / len(ref), rel=1e-6, abs=1e-16)
 
 
@@ -135,7 +148,10 @@ def test_sources_match_brute_force_and_add_up(bf16_model, bf16_run):
         parts = src["angles"][j] + src["rotated"][j] + src["product"][j]
         assert src["interaction"][j] == pytest.approx(src["all_low"][j] - parts, rel=1e-12, abs=1e-300)
         if src["shifts"][j] != 16:
-            assert min(src["angles"][j], src["rotated"][j], src["product"][j], src["all_low"][j]) > 1e6 * src["baseline"][j]
+            assert (
+                min(src["angles"][j], src["rotated"][j], src["product"][j], src["all_low"][j])
+                > 1e6 * src["baseline"][j]
+            )
 
 
 def _fp64(rotary, positions):
@@ -149,8 +165,11 @@ def test_captured_qk_are_what_the_emulation_predicts(bf16_model):
     ids = torch.tensor([_samples(1)[0]])
     post, pre = {}, {}
     rotary = bf16_model.model.rotary_emb
-    with torch.no_grad(), capture_attention(bf16_model, "sdpa", lambda l, q, k: post.__setitem__(l, (q, k))), \
-            capture_projections(bf16_model, lambda l, q, k: pre.__setitem__(l, (q, k))):
+    with (
+        torch.no_grad(),
+        capture_attention(bf16_model, "sdpa", lambda l, q, k: post.__setitem__(l, (q, k))),
+        capture_projections(bf16_model, lambda l, q, k: pre.__setitem__(l, (q, k))),
+    ):
         bf16_model.model(input_ids=ids, position_ids=torch.arange(7, 7 + L)[None], use_cache=False)
     low = low_precision("bf16")
     cos, sin = rope_cos_sin(torch.arange(7, 7 + L), rotary.inv_freq, rotary.attention_scaling, low.angles)
@@ -197,8 +216,13 @@ def test_capture_leaves_the_forward_pass_unchanged(kernel):
 def test_small_row_blocks_give_the_same_measurement(bf16_model):
     settings = Settings(shifts=(0, 100), seq_len=L, logit_lengths=())
     whole = measure(bf16_model, _samples(1), settings, "bf16", progress=False)
-    blocks = measure(bf16_model, _samples(1), Settings(shifts=(0, 100), seq_len=L, logit_lengths=(), max_bytes=1),
-                     "bf16", progress=False)
+    blocks = measure(
+        bf16_model,
+        _samples(1),
+        Settings(shifts=(0, 100), seq_len=L, logit_lengths=(), max_bytes=1),
+        "bf16",
+        progress=False,
+    )
     assert whole["D"]["mean"] == pytest.approx(blocks["D"]["mean"], rel=1e-9)
     assert whole["sources"]["all_low"] == pytest.approx(blocks["sources"]["all_low"], rel=1e-9)
 

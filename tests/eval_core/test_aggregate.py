@@ -7,7 +7,14 @@ import math
 
 import pytest
 
-from harness.aggregate import DEFAULT_THRESHOLD, aggregate, apply_threshold, effective_length, load_results, write_results
+from harness.aggregate import (
+    DEFAULT_THRESHOLD,
+    aggregate,
+    apply_threshold,
+    effective_length,
+    load_results,
+    write_results,
+)
 from harness.errors import UserError
 
 STEPS = (10, 20, 30)
@@ -24,10 +31,24 @@ PAIRS = {100: (1.0, 1.0), 75: (1.0, 0.5), 50: (0.5, 0.5), 25: (0.5, 0.0), 0: (0.
 
 
 def record(task, length, ckpt, index, score, suite="toy"):
-    return {"type": "sample", "run": "r", "checkpoint": {k: ckpt[k] for k in ("path", "step", "fingerprint")},
-            "suite": suite, "task": task, "task_version": 1, "length": length, "index": index, "seed": 42,
-            "dataset_hash": "h", "prediction": "", "score": score, "metric": "m", "num_tokens": 1,
-            "settings": {}, "metadata": {}}
+    return {
+        "type": "sample",
+        "run": "r",
+        "checkpoint": {k: ckpt[k] for k in ("path", "step", "fingerprint")},
+        "suite": suite,
+        "task": task,
+        "task_version": 1,
+        "length": length,
+        "index": index,
+        "seed": 42,
+        "dataset_hash": "h",
+        "prediction": "",
+        "score": score,
+        "metric": "m",
+        "num_tokens": 1,
+        "settings": {},
+        "metadata": {},
+    }
 
 
 def make_records(cells=CELLS, ckpts=CKPTS):
@@ -41,8 +62,14 @@ def make_records(cells=CELLS, ckpts=CKPTS):
     return out
 
 
-SUITES = {"toy": {"tasks": ["A", "B", "C", "D"], "excluded": ["C"], "unavailable": {"D": "data not found: pass --d PATH"},
-                  "lengths": [4096, 8192]}}
+SUITES = {
+    "toy": {
+        "tasks": ["A", "B", "C", "D"],
+        "excluded": ["C"],
+        "unavailable": {"D": "data not found: pass --d PATH"},
+        "lengths": [4096, 8192],
+    }
+}
 RUN = {"name": "r", "model": "runs/r", "mode": "anchor", "checkpoints": CKPTS}
 PROV = {"package_version": "0.1.0", "git_hash": "abc", "backend": "hf"}
 
@@ -55,13 +82,17 @@ def close(stats, mean, std, lo, hi, n=3):
 def test_hand_computed_two_tasks_two_lengths_three_checkpoints():
     recs = make_records()
     recs.append(record("C", 4096, CKPTS[0], 0, 0.0))  # excluded: never averaged
-    stale = dict(CKPTS[0], fingerprint="old")          # a re-trained dir's old results
+    stale = dict(CKPTS[0], fingerprint="old")  # a re-trained dir's old results
     recs.append(record("A", 4096, stale, 0, 0.0))
-    recs.append(dict(recs[0], score=0.0))              # a duplicate key: the first one counts
+    recs.append(dict(recs[0], score=0.0))  # a duplicate key: the first one counts
     res = aggregate(recs, SUITES, RUN, PROV)
     assert res["schema_version"] == 1 and res["provenance"] == PROV and res["run"]["checkpoints"] == CKPTS
     s = res["suites"]["toy"]
-    assert s["evaluated"] == ["A", "B"] and s["excluded"] == ["C"] and s["unavailable"] == {"D": "data not found: pass --d PATH"}
+    assert (
+        s["evaluated"] == ["A", "B"]
+        and s["excluded"] == ["C"]
+        and s["unavailable"] == {"D": "data not found: pass --d PATH"}
+    )
 
     a4 = s["per_task"]["A"]["4096"]
     close(a4, 75, 25, 50, 100)
@@ -79,8 +110,20 @@ def test_hand_computed_two_tasks_two_lengths_three_checkpoints():
 
     summ = s["summary"]
     close(summ["avg"], 50, math.sqrt(273.4375), 31.25, 62.5)  # per ckpt (62.5, 56.25, 31.25)
-    close(summ["wavg_inc"], 125 / 3, math.sqrt(((162.5 - 125) ** 2 + (150 - 125) ** 2 + (62.5 - 125) ** 2) / 9 / 2), 62.5 / 3, 162.5 / 3)
-    close(summ["wavg_dec"], 525 / 9, math.sqrt(((212.5 - 175) ** 2 + (187.5 - 175) ** 2 + (125 - 175) ** 2) / 9 / 2), 125 / 3, 212.5 / 3)
+    close(
+        summ["wavg_inc"],
+        125 / 3,
+        math.sqrt(((162.5 - 125) ** 2 + (150 - 125) ** 2 + (62.5 - 125) ** 2) / 9 / 2),
+        62.5 / 3,
+        162.5 / 3,
+    )
+    close(
+        summ["wavg_dec"],
+        525 / 9,
+        math.sqrt(((212.5 - 175) ** 2 + (187.5 - 175) ** 2 + (125 - 175) ** 2) / 9 / 2),
+        125 / 3,
+        212.5 / 3,
+    )
     assert (summ["tasks_covered"], summ["tasks_total"]) == (2, 4)
     assert summ["effective_length"] == {"threshold": 85.6, "value": None, "label": "below the first length"}
     assert s["per_task_summary"]["A"]["avg"]["per_step"] == {"10": 75, "20": 37.5, "30": 37.5}
@@ -135,7 +178,7 @@ def test_categories():
     "means, threshold, value, label",
     [
         ((90, 88, 86), DEFAULT_THRESHOLD, 16384, "16K"),
-        ((90, 80, 95), DEFAULT_THRESHOLD, 4096, "4K"),       # a later recovery does not count
+        ((90, 80, 95), DEFAULT_THRESHOLD, 4096, "4K"),  # a later recovery does not count
         ((80, 95, 95), DEFAULT_THRESHOLD, None, "below the first length"),
         ((85.6, 99, 99), DEFAULT_THRESHOLD, None, "below the first length"),  # "above": strictly greater
         ((90, 88, 86), 87, 8192, "8K"),
@@ -209,18 +252,25 @@ def test_perplexity_cells_are_corpus_perplexity_and_lower_is_better():
     assert cell["mean"] == pytest.approx((expect[10] + expect[20]) / 2)
     assert res["score"] == "perplexity" and res["summary"]["effective_length"]["value"] is None
     # a threshold never turns a perplexity into an effective length
-    assert apply_threshold({"suites": {"ppl": res}}, 1.0)["suites"]["ppl"]["summary"]["effective_length"]["value"] is None
+    assert (
+        apply_threshold({"suites": {"ppl": res}}, 1.0)["suites"]["ppl"]["summary"]["effective_length"]["value"] is None
+    )
 
 
 def test_not_length_controlled_suites_have_no_effective_length():
     """MMLU/HellaSwag (length 0) and LongBench (one length: its truncation budget) are not
     length-controlled: effective length n/a, also after apply_threshold; RULER-style keeps it."""
     ckpt = CKPTS[:1]
-    recs = [record("mmlu", 0, ckpt[0], 0, 1.0, suite="short"), record("trec", 4096, ckpt[0], 0, 1.0, suite="longbench"),
-            record("A", 4096, ckpt[0], 0, 1.0)]
-    suites = {"short": {"tasks": ["mmlu"], "lengths": [0]},  # no flag: length 0 only -> not length-controlled
-              "longbench": {"tasks": ["trec"], "lengths": [4096], "length_controlled": False},
-              "toy": {"tasks": ["A"], "lengths": [4096], "length_controlled": True}}
+    recs = [
+        record("mmlu", 0, ckpt[0], 0, 1.0, suite="short"),
+        record("trec", 4096, ckpt[0], 0, 1.0, suite="longbench"),
+        record("A", 4096, ckpt[0], 0, 1.0),
+    ]
+    suites = {
+        "short": {"tasks": ["mmlu"], "lengths": [0]},  # no flag: length 0 only -> not length-controlled
+        "longbench": {"tasks": ["trec"], "lengths": [4096], "length_controlled": False},
+        "toy": {"tasks": ["A"], "lengths": [4096], "length_controlled": True},
+    }
     res = aggregate(recs, suites, dict(RUN, checkpoints=ckpt), PROV, threshold=50.0)
     na = {"threshold": None, "value": None, "label": "n/a"}
     for name in ("short", "longbench"):
@@ -241,12 +291,16 @@ def test_unavailable_lengths_pass_through_and_show_in_table():
     ckpt = CKPTS[:1]
     recs = [record("A", 4096, ckpt[0], 0, 1.0)]
     gaps = {"A": {"8192": "no perplexity document has 8192 tokens"}}
-    suites = {"toy": {"tasks": ["A"], "lengths": [4096, 8192], "unavailable_lengths": gaps},
-              "short": {"tasks": ["mmlu"], "lengths": [0]}}
-    res = aggregate(recs + [record("mmlu", 0, ckpt[0], 0, 1.0, suite="short")], suites, dict(RUN, checkpoints=ckpt), PROV)
+    suites = {
+        "toy": {"tasks": ["A"], "lengths": [4096, 8192], "unavailable_lengths": gaps},
+        "short": {"tasks": ["mmlu"], "lengths": [0]},
+    }
+    res = aggregate(
+        recs + [record("mmlu", 0, ckpt[0], 0, 1.0, suite="short")], suites, dict(RUN, checkpoints=ckpt), PROV
+    )
     assert res["suites"]["toy"]["unavailable_lengths"] == gaps
     table = format_table(res)
     assert "unavailable: A at 8K (no perplexity document has 8192 tokens)" in table
-    short_block = table[table.index("\nshort"):]
+    short_block = table[table.index("\nshort") :]
     assert "effective length n/a" in short_block and "0M" not in table
     assert short_block.splitlines()[2].split()[:2] == ["Task", "n/a"]

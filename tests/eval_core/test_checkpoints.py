@@ -11,7 +11,11 @@ import pytest
 from safetensors.numpy import save_file
 
 from harness.checkpoints import (
-    check_same_tokenizer, fingerprint, run_name_default, select_checkpoints, step_of,
+    check_same_tokenizer,
+    fingerprint,
+    run_name_default,
+    select_checkpoints,
+    step_of,
 )
 from harness.errors import UserError
 
@@ -99,14 +103,21 @@ def test_non_model_directory_is_named(run_dir):
 
 def test_missing_shard_is_named(tmp_path):
     ck = make_ckpt(tmp_path / "ckpt-5")
-    (ck / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"a": "model.safetensors", "b": "model-2.safetensors"}}))
+    (ck / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"a": "model.safetensors", "b": "model-2.safetensors"}})
+    )
     with pytest.raises(UserError, match="model-2.safetensors"):
         select_checkpoints(str(ck))
 
 
 def test_hub_names():
     (c,) = select_checkpoints("meta-llama/Llama-2-7b-hf@main")
-    assert (c.path, c.step, c.local, c.fingerprint) == ("meta-llama/Llama-2-7b-hf@main", None, False, "hub:meta-llama/Llama-2-7b-hf@main")
+    assert (c.path, c.step, c.local, c.fingerprint) == (
+        "meta-llama/Llama-2-7b-hf@main",
+        None,
+        False,
+        "hub:meta-llama/Llama-2-7b-hf@main",
+    )
     (c,) = select_checkpoints("hub:gpt2")
     assert (c.path, c.fingerprint, c.local) == ("gpt2", "hub:gpt2", False)
     assert run_name_default([c]) == "gpt2"

@@ -9,36 +9,74 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_aggregate import PROV, RUN, SUITES, make_records  # noqa: E402
+from test_aggregate import PROV, RUN, SUITES, make_records
 
-from harness.aggregate import aggregate, write_results  # noqa: E402
-from harness.cli import main  # noqa: E402
-from harness.store import ResultStore  # noqa: E402
-from harness.table import format_table  # noqa: E402
+from harness.aggregate import aggregate, write_results
+from harness.cli import main
+from harness.store import ResultStore
+from harness.table import format_table
 
 
 def stats(mean, std, n=2, **extra):
-    return {"mean": mean, "std": std, "min": mean - std, "max": mean + std, "n": n, "steps": [1990, 2000][:n], "per_step": {}, **extra}
+    return {
+        "mean": mean,
+        "std": std,
+        "min": mean - std,
+        "max": mean + std,
+        "n": n,
+        "steps": [1990, 2000][:n],
+        "per_step": {},
+        **extra,
+    }
 
 
 # A hand-written results.json: one task missing at 8K, one partial cell, one unavailable task.
 RESULTS = {
     "schema_version": 1,
-    "run": {"name": "anchor", "model": "runs/anchor", "mode": "anchor",
-            "checkpoints": [{"path": "runs/anchor/ckpt-1990", "step": 1990, "fingerprint": "a", "training": None},
-                            {"path": "runs/anchor/ckpt-2000", "step": 2000, "fingerprint": "b", "training": None}]},
-    "provenance": {"package_version": "0.1.0", "git_hash": "0123456789abcdef0123", "backend": "hf", "dtype": "float32",
-                   "batch_size": 8, "max_model_len": 8192, "rope_theta": None, "template": "none", "created": "2026-01-02T03:04:05Z"},
-    "suites": {"ruler": {
-        "tasks": ["niah_single_1", "vt", "qa_1"], "evaluated": ["niah_single_1", "vt"], "excluded": [],
-        "unavailable": {"qa_1": "SQuAD v2 dev not found: pass --squad PATH"}, "lengths": [4096, 8192],
-        "per_task": {"niah_single_1": {"4096": stats(97.25, 1.125), "8192": stats(90.0, 0.0, n=1)},
-                     "vt": {"4096": stats(80.0, 2.0)}},
-        "per_length": {"4096": stats(88.625, 0.5, tasks_covered=2, tasks_total=3),
-                       "8192": stats(90.0, 0.0, n=1, tasks_covered=1, tasks_total=3)},
-        "summary": {"effective_length": {"threshold": 85.6, "value": 8192, "label": "8K"},
-                    "tasks_covered": 1, "tasks_total": 3, "lengths_covered": 2, "lengths_total": 2},
-    }},
+    "run": {
+        "name": "anchor",
+        "model": "runs/anchor",
+        "mode": "anchor",
+        "checkpoints": [
+            {"path": "runs/anchor/ckpt-1990", "step": 1990, "fingerprint": "a", "training": None},
+            {"path": "runs/anchor/ckpt-2000", "step": 2000, "fingerprint": "b", "training": None},
+        ],
+    },
+    "provenance": {
+        "package_version": "0.1.0",
+        "git_hash": "0123456789abcdef0123",
+        "backend": "hf",
+        "dtype": "float32",
+        "batch_size": 8,
+        "max_model_len": 8192,
+        "rope_theta": None,
+        "template": "none",
+        "created": "2026-01-02T03:04:05Z",
+    },
+    "suites": {
+        "ruler": {
+            "tasks": ["niah_single_1", "vt", "qa_1"],
+            "evaluated": ["niah_single_1", "vt"],
+            "excluded": [],
+            "unavailable": {"qa_1": "SQuAD v2 dev not found: pass --squad PATH"},
+            "lengths": [4096, 8192],
+            "per_task": {
+                "niah_single_1": {"4096": stats(97.25, 1.125), "8192": stats(90.0, 0.0, n=1)},
+                "vt": {"4096": stats(80.0, 2.0)},
+            },
+            "per_length": {
+                "4096": stats(88.625, 0.5, tasks_covered=2, tasks_total=3),
+                "8192": stats(90.0, 0.0, n=1, tasks_covered=1, tasks_total=3),
+            },
+            "summary": {
+                "effective_length": {"threshold": 85.6, "value": 8192, "label": "8K"},
+                "tasks_covered": 1,
+                "tasks_total": 3,
+                "lengths_covered": 2,
+                "lengths_total": 2,
+            },
+        }
+    },
 }
 
 EXPECTED = """\
@@ -86,7 +124,7 @@ def test_report_reaggregates_a_store(tmp_path, capsys):
     assert main(["report", str(tmp_path / "r")]) == 0  # no results.json: the store is read
     out = capsys.readouterr().out
     expected = aggregate(make_records(), {"toy": {"tasks": ["A", "B"], "lengths": [4096, 8192]}}, RUN, PROV)
-    row = lambda text: next(line for line in text.splitlines() if line.startswith("Average"))  # noqa: E731
+    row = lambda text: next(line for line in text.splitlines() if line.startswith("Average"))
     assert row(out) == row(format_table(expected))
     assert "3 checkpoints (steps 10, 20, 30)" in out
     assert main(["report", str(tmp_path / "r" / "samples.jsonl"), "--threshold", "70"]) == 0

@@ -11,12 +11,25 @@ from harness.errors import UserError
 from harness.store import ResultStore, StoreError, read_store
 
 
-def rec(index: int, fp: str = "fp1", task: str = "niah_single_1", length: int = 4096, score: float = 1.0, seed: int = 42) -> dict:
+def rec(
+    index: int, fp: str = "fp1", task: str = "niah_single_1", length: int = 4096, score: float = 1.0, seed: int = 42
+) -> dict:
     return {
-        "run": "r", "checkpoint": {"path": "runs/r/ckpt-10", "step": 10, "fingerprint": fp}, "suite": "ruler",
-        "task": task, "task_version": 1, "length": length, "index": index, "seed": seed, "dataset_hash": "h",
-        "prediction": f"answer {index}\nwith a newline", "score": score, "metric": "string_match_all",
-        "num_tokens": 4000, "settings": {"backend": "hf"}, "metadata": {},
+        "run": "r",
+        "checkpoint": {"path": "runs/r/ckpt-10", "step": 10, "fingerprint": fp},
+        "suite": "ruler",
+        "task": task,
+        "task_version": 1,
+        "length": length,
+        "index": index,
+        "seed": seed,
+        "dataset_hash": "h",
+        "prediction": f"answer {index}\nwith a newline",
+        "score": score,
+        "metric": "string_match_all",
+        "num_tokens": 4000,
+        "settings": {"backend": "hf"},
+        "metadata": {},
     }
 
 
@@ -150,5 +163,5 @@ def test_concurrent_appends_lose_and_duplicate_nothing(tmp_path):
         assert p.exitcode == 0
     header, records = read_store(path)
     indices = [r["index"] for r in records]
-    assert sorted(indices) == list(range(0, 40 * (num_workers - 1) + 120))  # every key exactly once
+    assert sorted(indices) == list(range(40 * (num_workers - 1) + 120))  # every key exactly once
     assert sum(1 for line in lines(tmp_path / "samples.jsonl") if '"type": "header"' in line) == 1

@@ -6,7 +6,6 @@ import os
 import shutil
 
 import pytest
-
 import toytasks  # noqa: F401  (registers the toy tasks and suite)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import copy_ckpt
+
 from harness.cli import main
 
 
@@ -44,8 +44,13 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_bad_input_is_one_line_and_exit_2(case, ckpt_series, bad_dirs, tmp_path, capsys):
     extra, expect = CASES[case]
-    args = {"--ckpts": f"{ckpt_series}/ckpt-<10..20>", "--suite": "toy", "--lengths": "1k", "--samples": "2",
-            "--out": str(tmp_path / "out")}
+    args = {
+        "--ckpts": f"{ckpt_series}/ckpt-<10..20>",
+        "--suite": "toy",
+        "--lengths": "1k",
+        "--samples": "2",
+        "--out": str(tmp_path / "out"),
+    }
     for flag, value in zip(extra[::2], extra[1::2]):
         args[flag] = value.replace("{run}", str(ckpt_series)).replace("{bad}", str(bad_dirs))
     if "--tasks" in args:
@@ -64,14 +69,49 @@ def test_no_ckpts_flag(capsys):
 
 
 def test_beyond_context_names_length_context_and_fix(ckpt_series, tmp_path, capsys):
-    assert main(["eval", "--ckpts", f"{ckpt_series}/ckpt-10", "--suite", "toy", "--lengths", "1k,4k",
-                 "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "--ckpts",
+                f"{ckpt_series}/ckpt-10",
+                "--suite",
+                "toy",
+                "--lengths",
+                "1k,4k",
+                "--out",
+                str(tmp_path / "o"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "4K" in err and "2048" in err and "--max-model-len" in err and "--rope-scaling" in err
     # --max-model-len lifts the limit (the sample check then passes); nothing is silently cut.
-    assert main(["eval", "--ckpts", f"{ckpt_series}/ckpt-10", "--suite", "toy", "--lengths", "4k", "--samples", "1",
-                 "--max-model-len", "4096", "--rope-scaling", json.dumps({"rope_type": "linear", "factor": 2.0}),
-                 "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--ckpts",
+                f"{ckpt_series}/ckpt-10",
+                "--suite",
+                "toy",
+                "--lengths",
+                "4k",
+                "--samples",
+                "1",
+                "--max-model-len",
+                "4096",
+                "--rope-scaling",
+                json.dumps({"rope_type": "linear", "factor": 2.0}),
+                "--out",
+                str(tmp_path / "o"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     res = json.loads((tmp_path / "o" / "results.json").read_text())
     assert res["provenance"]["max_model_len"] == 4096
     assert res["provenance"]["rope_scaling"] == {"rope_type": "linear", "factor": 2.0}

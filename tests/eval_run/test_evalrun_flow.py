@@ -13,8 +13,23 @@ SPEC = "ckpt-<10..20>"
 
 
 def _eval(root, out, *extra):
-    return main(["eval", "--ckpts", f"{root}/{SPEC}", "--suite", "toy", "--lengths", "1k", "--samples", "3",
-                 "--out", str(out), "--no-progress", *extra])
+    return main(
+        [
+            "eval",
+            "--ckpts",
+            f"{root}/{SPEC}",
+            "--suite",
+            "toy",
+            "--lengths",
+            "1k",
+            "--samples",
+            "3",
+            "--out",
+            str(out),
+            "--no-progress",
+            *extra,
+        ]
+    )
 
 
 def _reference_scores(ckpt_dir, task_name, n, tokenizer):
@@ -31,7 +46,7 @@ def _reference_scores(ckpt_dir, task_name, n, tokenizer):
     for s in generate_samples(task, 1024, range(n), tokenizer, seed=42, cache_dir=False):
         ids = torch.tensor([tokenizer(s.prompt)["input_ids"]])
         out = model.generate(ids, do_sample=False, max_new_tokens=s.max_new_tokens, pad_token_id=tokenizer.pad_token_id)
-        scores.append(task.score(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True), s))
+        scores.append(task.score(tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True), s))
     return scores
 
 
@@ -71,15 +86,66 @@ def test_eval_end_to_end_matches_bare_loop_and_resumes_as_noop(ckpt_series, bpe_
 
 def test_more_samples_extend_store_and_fewer_report_subset(ckpt_series, tmp_path):
     out = tmp_path / "out"
-    assert main(["eval", "--ckpts", f"{ckpt_series}/ckpt-20", "--tasks", "toy_words", "--lengths", "1k",
-                 "--samples", "2", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--ckpts",
+                f"{ckpt_series}/ckpt-20",
+                "--tasks",
+                "toy_words",
+                "--lengths",
+                "1k",
+                "--samples",
+                "2",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     first = (out / "samples.jsonl").read_text().splitlines()
-    assert main(["eval", "--ckpts", f"{ckpt_series}/ckpt-20", "--tasks", "toy_words", "--lengths", "1k",
-                 "--samples", "4", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--ckpts",
+                f"{ckpt_series}/ckpt-20",
+                "--tasks",
+                "toy_words",
+                "--lengths",
+                "1k",
+                "--samples",
+                "4",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     second = (out / "samples.jsonl").read_text().splitlines()
     assert second[: len(first)] == first and len(second) == len(first) + 2  # only indices 2, 3 were run
-    assert main(["eval", "--ckpts", f"{ckpt_series}/ckpt-20", "--tasks", "toy_words", "--lengths", "1k",
-                 "--samples", "1", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--ckpts",
+                f"{ckpt_series}/ckpt-20",
+                "--tasks",
+                "toy_words",
+                "--lengths",
+                "1k",
+                "--samples",
+                "1",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     res = json.loads((out / "results.json").read_text())
     cell = res["suites"]["custom"]["per_task"]["toy_words"]["1024"]
     rec = [json.loads(x) for x in second[1:] if json.loads(x)["index"] == 0][0]
@@ -94,20 +160,40 @@ def test_excluded_task_is_listed_not_averaged(ckpt_series, tmp_path):
     assert suite["excluded"] == ["toy_words"] and suite["evaluated"] == ["toy_digits"]
     assert suite["per_length"]["1024"]["tasks_covered"] == 1 and suite["per_length"]["1024"]["tasks_total"] == 2
     # --last 1 of ckpt-<10..20>: only ckpt-20 was evaluated and averaged
-    assert [c["step"] for c in results["run"]["checkpoints"]] == [20] and results["provenance"]["checkpoint_steps"] == [20]
+    assert [c["step"] for c in results["run"]["checkpoints"]] == [20] and results["provenance"]["checkpoint_steps"] == [
+        20
+    ]
     assert suite["per_length"]["1024"]["n"] == 1 and suite["per_length"]["1024"]["steps"] == [20]
     records = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()[1:]]
     assert {r["checkpoint"]["step"] for r in records} == {20} and {r["task"] for r in records} == {"toy_digits"}
 
 
 def test_loglikelihood_task_goes_through_evaluate_with_runner(ckpt_series, tmp_path):
-    from harness.runners.base import LoglikelihoodRequest, RunnerSettings
-    from harness.runners.hf import HFRunner
     from toytasks import NOISE, ToyChoice
 
+    from harness.runners.base import LoglikelihoodRequest, RunnerSettings
+    from harness.runners.hf import HFRunner
+
     out = tmp_path / "out"
-    assert main(["eval", "--ckpts", f"{ckpt_series}/ckpt-10", "--tasks", "toy_choice,toy_digits", "--lengths", "1k",
-                 "--samples", "10", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--ckpts",
+                f"{ckpt_series}/ckpt-10",
+                "--tasks",
+                "toy_choice,toy_digits",
+                "--lengths",
+                "1k",
+                "--samples",
+                "10",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     recs = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()[1:]]
     choice = sorted((r for r in recs if r["task"] == "toy_choice"), key=lambda r: r["index"])
     assert [r["index"] for r in choice] == [0, 1, 2, 3] and all(r["length"] == 0 for r in choice)  # capped at 4
@@ -131,8 +217,19 @@ def test_data_source_flags_set_env(monkeypatch, tmp_path):
         # unset variable records nothing, and the leaked path breaks every later essay task).
         monkeypatch.setenv(var, "unset")
         monkeypatch.delenv(var)
-    args = build_parser().parse_args(["eval", "--ckpts", "x", "--essays", str(tmp_path / "e"), "--squad", str(tmp_path / "s.json"),
-                                      "--hotpotqa", str(tmp_path / "h.json")])
+    args = build_parser().parse_args(
+        [
+            "eval",
+            "--ckpts",
+            "x",
+            "--essays",
+            str(tmp_path / "e"),
+            "--squad",
+            str(tmp_path / "s.json"),
+            "--hotpotqa",
+            str(tmp_path / "h.json"),
+        ]
+    )
     cfg = config_from_args(args)
     # --samples not given: None, i.e. 500 per length-controlled task and length, every item otherwise
     assert cfg.samples is None and cfg.lengths == "4k-128k" and cfg.backend == "hf" and not cfg.chat_template
@@ -154,8 +251,25 @@ def test_training_settings_reach_results(ckpt_series, tmp_path):
     ckpt = copy_ckpt(ckpt_series / "ckpt-10", tmp_path / "anchor" / "ckpt-10")
     (ckpt / TRAINING_FILE).write_text(json.dumps(training))
     out = tmp_path / "out"
-    assert main(["eval", "--ckpts", str(ckpt), "--tasks", "toy_digits", "--lengths", "1k", "--samples", "1",
-                 "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--ckpts",
+                str(ckpt),
+                "--tasks",
+                "toy_digits",
+                "--lengths",
+                "1k",
+                "--samples",
+                "1",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     run = json.loads((out / "results.json").read_text())["run"]
     assert run["mode"] == "anchor" and run["name"] == "anchor"
     assert [(c["step"], c["training"]) for c in run["checkpoints"]] == [(10, training)]

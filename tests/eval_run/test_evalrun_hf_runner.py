@@ -55,12 +55,13 @@ def test_stop_strings_cut_the_continuation(runner):
 def test_loglikelihood_matches_manual_sum_and_greedy_flag(runner):
     toks, steps = _greedy_by_hand(runner, PROMPTS[2], 5)
     greedy_text = runner.tokenizer.decode(toks)
-    cont_ids = runner.tokenizer(PROMPTS[2] + greedy_text)["input_ids"][len(runner.tokenizer(PROMPTS[2])["input_ids"]):]
+    cont_ids = runner.tokenizer(PROMPTS[2] + greedy_text)["input_ids"][len(runner.tokenizer(PROMPTS[2])["input_ids"]) :]
     assert cont_ids == toks  # the split re-tokenizes to the same ids, so the reference applies
     expected = sum(float(steps[i][t]) for i, t in enumerate(toks))
     other = " zebra"
     (lp, greedy), (lp2, greedy2) = runner.loglikelihood(
-        [LoglikelihoodRequest(PROMPTS[2], greedy_text), LoglikelihoodRequest(PROMPTS[2], other)])
+        [LoglikelihoodRequest(PROMPTS[2], greedy_text), LoglikelihoodRequest(PROMPTS[2], other)]
+    )
     assert lp == pytest.approx(expected, abs=1e-4)
     assert greedy is True
     assert greedy2 is False and lp2 < 0
@@ -75,8 +76,11 @@ def test_context_and_rope_overrides(tiny_llama_dir):
     from harness.errors import UserError
     from harness.runners.registry import get_runner
 
-    r = get_runner("hf", str(tiny_llama_dir), RunnerSettings(backend="hf", max_model_len=64, rope_theta=5e5,
-                                                             rope_scaling={"type": "linear", "factor": 2.0}))
+    r = get_runner(
+        "hf",
+        str(tiny_llama_dir),
+        RunnerSettings(backend="hf", max_model_len=64, rope_theta=5e5, rope_scaling={"type": "linear", "factor": 2.0}),
+    )
     assert r.max_model_len == 64
     params = r.model.config.rope_parameters
     assert params["rope_theta"] == 5e5 and params["rope_type"] == "linear" and params["factor"] == 2.0

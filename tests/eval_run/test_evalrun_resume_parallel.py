@@ -16,16 +16,34 @@ HERE = Path(__file__).parent
 
 
 def _argv(root, out, samples, *extra):
-    return ["eval", "--ckpts", f"{root}/ckpt-<10..20>", "--suite", "toy", "--lengths", "1k", "--samples", str(samples),
-            "--out", str(out), "--no-progress", *extra]
+    return [
+        "eval",
+        "--ckpts",
+        f"{root}/ckpt-<10..20>",
+        "--suite",
+        "toy",
+        "--lengths",
+        "1k",
+        "--samples",
+        str(samples),
+        "--out",
+        str(out),
+        "--no-progress",
+        *extra,
+    ]
 
 
 def _store(out) -> tuple[list[str], dict]:
     text = (Path(out) / "samples.jsonl").read_text()
     lines = text.split("\n")[:-1]  # a killed writer may leave a torn last line: not a record yet
     recs = [json.loads(x) for x in lines[1:]]
-    by_key = {(r["checkpoint"]["fingerprint"], r["task"], r["task_version"], r["length"], r["index"], r["seed"]):
-              (r["prediction"], r["score"]) for r in recs}
+    by_key = {
+        (r["checkpoint"]["fingerprint"], r["task"], r["task_version"], r["length"], r["index"], r["seed"]): (
+            r["prediction"],
+            r["score"],
+        )
+        for r in recs
+    }
     assert len(by_key) == len(recs), "a key was stored twice"
     return lines, by_key
 
@@ -42,8 +60,12 @@ def test_killed_run_resumes_without_recomputing_or_losing(ckpt_series, tmp_path)
     killed = tmp_path / "killed"
     code = f"import sys; sys.path.insert(0, {str(HERE)!r}); import toytasks; from harness.cli import main; sys.exit(main(sys.argv[1:]))"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-c", code, *_argv(ckpt_series, killed, samples, "--batch-size", "1")],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *_argv(ckpt_series, killed, samples, "--batch-size", "1")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     store = killed / "samples.jsonl"
     deadline = time.time() + 120
     while _count_records(store) < 3 and proc.poll() is None and time.time() < deadline:
@@ -69,8 +91,18 @@ def test_killed_run_resumes_without_recomputing_or_losing(ckpt_series, tmp_path)
 
 def test_data_parallel_two_workers_equal_one(ckpt_series, tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
-    argv = ["eval", "--ckpts", f"{ckpt_series}/ckpt-<10..30>", "--tasks", "toy_words,toy_digits", "--lengths", "1k",
-            "--samples", "3", "--no-progress"]
+    argv = [
+        "eval",
+        "--ckpts",
+        f"{ckpt_series}/ckpt-<10..30>",
+        "--tasks",
+        "toy_words,toy_digits",
+        "--lengths",
+        "1k",
+        "--samples",
+        "3",
+        "--no-progress",
+    ]
     assert main(argv + ["--out", str(one)]) == 0
     assert main(argv + ["--out", str(two), "--data-parallel", "2"]) == 0
     _, a = _store(one)

@@ -35,8 +35,9 @@ class _Toy(Task):
         text = NOISE * n + question
         num = count_tokens(tokenizer, text + prefix)
         assert num + self.max_new_tokens <= length
-        return Sample(self.name, self.version, length, index, seed, text, prefix, refs, self.max_new_tokens,
-                      num, "", {"lines": n})
+        return Sample(
+            self.name, self.version, length, index, seed, text, prefix, refs, self.max_new_tokens, num, "", {"lines": n}
+        )
 
 
 @register_task
@@ -92,6 +93,12 @@ class ToyChoice(Task):
             lls = runner.loglikelihood([LoglikelihoodRequest(context, c) for c in self.CHOICES])
             best = max(range(len(self.CHOICES)), key=lambda k: lls[k][0])
             gold = i % 2
-            out.append({"index": i, "prediction": self.CHOICES[best], "score": float(best == gold),
-                        "metadata": {"logprobs": [ll for ll, _ in lls]}})
+            out.append(
+                {
+                    "index": i,
+                    "prediction": self.CHOICES[best],
+                    "score": float(best == gold),
+                    "metadata": {"logprobs": [ll for ll, _ in lls]},
+                }
+            )
         return out

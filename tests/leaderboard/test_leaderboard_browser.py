@@ -27,8 +27,8 @@ def _skip_reason():
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
         return "Debian chromium/chromium-driver not installed (apt-get install -y chromium chromium-driver)"
     try:
-        import selenium  # noqa: F401
         import PIL  # noqa: F401
+        import selenium  # noqa: F401
     except ImportError as exc:
         return f"browser tests need {exc.name} (pip install selenium pillow)"
     return None
@@ -37,10 +37,10 @@ def _skip_reason():
 if _skip_reason():
     pytest.skip(_skip_reason(), allow_module_level=True)
 
-from selenium import webdriver  # noqa: E402
-from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +53,18 @@ def driver(tmp_path_factory, downloads):
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     # No network on CI machines: nothing may try to reach the outside (updates, sync, QUIC probes).
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--hide-scrollbars", f"--user-data-dir={tmp_path_factory.mktemp('chrome-profile')}"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp_path_factory.mktemp('chrome-profile')}",
+    ):
         opts.add_argument(flag)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     drv = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
@@ -97,7 +106,9 @@ def test_script_run_name_is_text_and_never_runs(driver, site):
     with pytest.raises(NoAlertPresentException):
         driver.switch_to.alert.text  # noqa: B018  alert(1) or alert(2) would be open here
     assert XSS in _visible_runs(driver)
-    mode_cells = [td.get_attribute("textContent") for td in driver.find_elements(By.CSS_SELECTOR, "#lb-scores tbody td.t")]
+    mode_cells = [
+        td.get_attribute("textContent") for td in driver.find_elements(By.CSS_SELECTOR, "#lb-scores tbody td.t")
+    ]
     assert '"><img src=x onerror=alert(2)>' in mode_cells
     assert driver.execute_script("return document.querySelectorAll('img').length") == 0
     assert driver.execute_script("return document.scripts.length") == 2
@@ -132,7 +143,9 @@ def test_filter_hides_rows(driver, site):
     box.send_keys("intra-doc")  # matches the mode column too
     assert _visible_runs(driver) == ["intra-doc-short"]
     # A tap on a missing cell tells why (touch screens have no hover).
-    missing = next(td for td in driver.find_elements(By.CSS_SELECTOR, "#lb-scores tbody tr td.miss") if td.is_displayed())
+    missing = next(
+        td for td in driver.find_elements(By.CSS_SELECTOR, "#lb-scores tbody tr td.miss") if td.is_displayed()
+    )
     missing.click()
     tip = driver.find_element(By.ID, "lb-tip")
     assert tip.is_displayed() and tip.text.startswith("not evaluated at 64K")
@@ -140,7 +153,9 @@ def test_filter_hides_rows(driver, site):
 
 def test_downloads_are_what_the_page_shows(driver, site, downloads):
     _open(driver, site)
-    assert driver.execute_script("return window.leaderboard.csv()") == (site / "leaderboard.csv").read_text(encoding="utf-8")
+    assert driver.execute_script("return window.leaderboard.csv()") == (site / "leaderboard.csv").read_text(
+        encoding="utf-8"
+    )
     driver.find_element(By.ID, "lb-csv").click()
     target = downloads / "leaderboard.csv"
     for _ in range(100):
@@ -157,10 +172,15 @@ def test_downloads_are_what_the_page_shows(driver, site, downloads):
     assert [line.split(",")[0] for line in csv_lines[1:]] == rows
     # The delta view exports the delta table.
     driver.find_element(By.CSS_SELECTOR, 'button.view[data-view="delta"]').click()
-    assert driver.find_element(By.ID, "lb-delta").is_displayed() and not driver.find_element(By.ID, "lb-scores").is_displayed()
+    assert (
+        driver.find_element(By.ID, "lb-delta").is_displayed()
+        and not driver.find_element(By.ID, "lb-scores").is_displayed()
+    )
     driver.find_element(By.ID, "lb-filter").clear()
     driver.execute_script("document.getElementById('lb-filter').dispatchEvent(new Event('input'))")
-    assert driver.execute_script("return window.leaderboard.csv()") == (site / "leaderboard-delta.csv").read_text(encoding="utf-8")
+    assert driver.execute_script("return window.leaderboard.csv()") == (site / "leaderboard-delta.csv").read_text(
+        encoding="utf-8"
+    )
     driver.find_element(By.ID, "lb-md-toggle").click()
     pre = driver.find_element(By.CSS_SELECTOR, 'pre.md-text[data-view="delta"]')
     assert pre.is_displayed() and pre.text.startswith("| Run | Mode |")

@@ -66,7 +66,10 @@ def test_effective_length_only_for_full_suites_unless_threshold(results_dir, run
     eff = _col(board, "ruler", "eff")
     assert _row(board, "anchor-11of13")["cells"][eff]["value"] is None
     assert "full suites only" in _row(board, "anchor-11of13")["cells"][eff]["reason"]
-    assert _row(board, "anchor")["cells"][eff]["text"] == runs_data["anchor"][0]["suites"]["ruler"]["summary"]["effective_length"]["label"]
+    assert (
+        _row(board, "anchor")["cells"][eff]["text"]
+        == runs_data["anchor"][0]["suites"]["ruler"]["summary"]["effective_length"]["label"]
+    )
     # With --threshold every row shows it, recomputed from the per-length means at that threshold.
     board = build(runs, threshold=70.0)
     for row in board["rows"]:
@@ -84,7 +87,7 @@ def test_effective_length_only_for_full_suites_unless_threshold(results_dir, run
 def test_effective_length_matches_brute_force():
     rng = random.Random(0)
     for _ in range(300):
-        lengths = sorted(rng.sample([2 ** k for k in range(10, 21)], rng.randint(1, 6)))
+        lengths = sorted(rng.sample([2**k for k in range(10, 21)], rng.randint(1, 6)))
         means = {L: rng.choice([85.6, rng.uniform(60, 100)]) for L in lengths}
         thr = 85.6
         brute = None
@@ -120,7 +123,19 @@ def test_columns_follow_the_suites_present(board, results_dir):
     labels = {c["suite"]: [] for c in board["columns"]}
     for c in board["columns"]:
         labels[c["suite"]].append(c["label"])
-    assert labels["ruler"] == ["Tasks", "4K", "8K", "16K", "32K", "64K", "128K", "Avg", "wAvg (inc)", "wAvg (dec)", "Eff. length"]
+    assert labels["ruler"] == [
+        "Tasks",
+        "4K",
+        "8K",
+        "16K",
+        "32K",
+        "64K",
+        "128K",
+        "Avg",
+        "wAvg (inc)",
+        "wAvg (dec)",
+        "Eff. length",
+    ]
     assert labels["longbench"] == ["Tasks", "ICL", "Code Completion", "Avg"]  # the results file's category order
     assert labels["short"] == ["MMLU", "HellaSwag"]
     only_ruler = build(load_runs([results_dir["intra-doc-short"]]))

@@ -14,7 +14,7 @@ import pytest
 
 aggregate_mod = pytest.importorskip("harness.aggregate", reason="harness.aggregate not present in this checkout")
 
-from harness.cli import main  # noqa: E402
+from harness.cli import main
 
 RULER = ["niah_single_1", "vt", "cwe", "qa_1"]
 LB = {"LongBench ICL": ["trec", "samsum"], "Code": ["lcc"]}
@@ -23,21 +23,52 @@ LB = {"LongBench ICL": ["trec", "samsum"], "Code": ["lcc"]}
 def _records(ckpts, rng):
     recs = []
     for c in ckpts:
-        for task, lengths in [*((t, [4096, 8192]) for t in RULER if t != "qa_1"), *((t, [0]) for ts in LB.values() for t in ts)]:
+        for task, lengths in [
+            *((t, [4096, 8192]) for t in RULER if t != "qa_1"),
+            *((t, [0]) for ts in LB.values() for t in ts),
+        ]:
             for L in lengths:
                 for i in range(4):
-                    recs.append({"type": "sample", "run": "x", "checkpoint": c, "task": task, "task_version": 1, "length": L,
-                                 "index": i, "seed": 0, "score": rng.choice([0.0, 0.5, 1.0]), "metric": "m"})
+                    recs.append(
+                        {
+                            "type": "sample",
+                            "run": "x",
+                            "checkpoint": c,
+                            "task": task,
+                            "task_version": 1,
+                            "length": L,
+                            "index": i,
+                            "seed": 0,
+                            "score": rng.choice([0.0, 0.5, 1.0]),
+                            "metric": "m",
+                        }
+                    )
     return recs
 
 
 def _write(tmp_path, name, ckpts, seed):
     recs = _records(ckpts, random.Random(seed))
     suites = {
-        "ruler": {"tasks": RULER, "excluded": [], "unavailable": {"qa_1": "SQuAD v2 dev not found: pass --squad PATH"}, "lengths": [4096, 8192]},
-        "longbench": {"tasks": [t for ts in LB.values() for t in ts], "excluded": [], "unavailable": {}, "lengths": [0], "categories": LB},
+        "ruler": {
+            "tasks": RULER,
+            "excluded": [],
+            "unavailable": {"qa_1": "SQuAD v2 dev not found: pass --squad PATH"},
+            "lengths": [4096, 8192],
+        },
+        "longbench": {
+            "tasks": [t for ts in LB.values() for t in ts],
+            "excluded": [],
+            "unavailable": {},
+            "lengths": [0],
+            "categories": LB,
+        },
     }
-    run = {"name": name, "model": [f"runs/{name}", "other"] if name == "hub" else f"runs/{name}", "mode": None, "checkpoints": ckpts}
+    run = {
+        "name": name,
+        "model": [f"runs/{name}", "other"] if name == "hub" else f"runs/{name}",
+        "mode": None,
+        "checkpoints": ckpts,
+    }
     prov = {"package_version": "0.1.0", "backend": "hf", "dtype": "float32", "tensor_parallel_size": 1}
     results = aggregate_mod.aggregate(recs, suites, run, prov)
     path = tmp_path / name / "results.json"
@@ -49,8 +80,12 @@ def _brute(recs, tasks, L):
     """Mean over checkpoints of (mean over tasks of the task's mean sample score) x 100."""
     per_ckpt = {}
     for fp in dict.fromkeys(r["checkpoint"]["fingerprint"] for r in recs):
-        means = [statistics.fmean(r["score"] for r in recs if r["checkpoint"]["fingerprint"] == fp and r["task"] == t and r["length"] == L)
-                 for t in tasks]
+        means = [
+            statistics.fmean(
+                r["score"] for r in recs if r["checkpoint"]["fingerprint"] == fp and r["task"] == t and r["length"] == L
+            )
+            for t in tasks
+        ]
         per_ckpt[fp] = 100 * statistics.fmean(means)
     return statistics.fmean(per_ckpt.values()), statistics.stdev(per_ckpt.values())
 
@@ -58,8 +93,10 @@ def _brute(recs, tasks, L):
 def test_aggregator_output_renders_with_brute_force_numbers(tmp_path, capsys):
     ckpts = [{"path": f"runs/a/ckpt-{s}", "step": s, "fingerprint": f"fa{s}", "training": None} for s in (10, 20, 30)]
     recs_a, path_a = _write(tmp_path, "anchor", ckpts, 1)
-    hub = [{"path": "hub/model", "step": None, "fingerprint": "fh1", "training": None},
-           {"path": "hub/model-2", "step": None, "fingerprint": "fh2", "training": None}]
+    hub = [
+        {"path": "hub/model", "step": None, "fingerprint": "fh1", "training": None},
+        {"path": "hub/model-2", "step": None, "fingerprint": "fh2", "training": None},
+    ]
     _, path_h = _write(tmp_path, "hub", hub, 2)
     out = tmp_path / "site"
     assert main(["leaderboard", str(path_a), str(path_h.parent), "--out", str(out), "--baseline", "hub"]) == 0
@@ -76,5 +113,7 @@ def test_aggregator_output_renders_with_brute_force_numbers(tmp_path, capsys):
     assert rec["hub"]["Model"] == "runs/hub, other" and rec["hub"]["Mode"] == "—"
     html = (out / "index.html").read_text()
     assert "tensor_parallel_size" in html  # provenance fields beyond the contract are shown too
-    assert "anchor: score vs checkpoint step" in html and "hub: score vs checkpoint step" not in html  # no steps, no Figure 4
+    assert (
+        "anchor: score vs checkpoint step" in html and "hub: score vs checkpoint step" not in html
+    )  # no steps, no Figure 4
     assert "0K" not in html and "0M" not in html  # length 0 (not length-controlled) is never labelled as a size

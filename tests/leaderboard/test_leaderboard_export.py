@@ -45,7 +45,9 @@ def test_delta_csv(board):
     col = next(c for c in board["columns"] if c["key"] == "avg" and c["suite"] == "ruler")
     name = f"{col['group']} {col['label']}"
     assert rec["full"][name] == "base"
-    assert float(rec["anchor"][name]) == pytest.approx(anchor["cells"][col["id"]]["value"] - full["cells"][col["id"]]["value"], abs=0.005)
+    assert float(rec["anchor"][name]) == pytest.approx(
+        anchor["cells"][col["id"]]["value"] - full["cells"][col["id"]]["value"], abs=0.005
+    )
 
 
 def test_json_export(board):

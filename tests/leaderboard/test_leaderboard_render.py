@@ -41,7 +41,11 @@ class _Doc(HTMLParser):
             el["text"] += data
 
     def find(self, tag, **attrs):
-        return [e for e in self.elements if e["tag"] == tag and all(e["attrs"].get(k.rstrip("_")) == v for k, v in attrs.items())]
+        return [
+            e
+            for e in self.elements
+            if e["tag"] == tag and all(e["attrs"].get(k.rstrip("_")) == v for k, v in attrs.items())
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +96,9 @@ def test_grouped_headers_and_columns(doc, board):
     heads = [e for e in doc.elements if e["tag"] == "th" and "data-col" in e["attrs"]]
     # two tables (scores, delta), each with 4 fixed columns plus one per model column
     assert len(heads) == 2 * (4 + len(board["columns"]))
-    assert {"MMLU", "HellaSwag", "ICL", "Code Completion", "wAvg (inc)", "Eff. length", "128K"} <= {h["text"] for h in heads}
+    assert {"MMLU", "HellaSwag", "ICL", "Code Completion", "wAvg (inc)", "Eff. length", "128K"} <= {
+        h["text"] for h in heads
+    }
 
 
 def test_cells_missing_reasons_and_hover(doc, board):
@@ -115,7 +121,11 @@ def test_drilldown_provenance_and_markdown(doc, html, board):
     assert [d["attrs"]["data-run"] for d in details] == [r["run"] for r in board["rows"]]
     partial = next(d for d in details if d["attrs"]["data-run"] == "anchor-11of13")
     assert "qa_1" in partial["text"] and "niah_multikey_3" in partial["text"]
-    qa_cells = [e for e in doc.elements if e["tag"] == "td" and (e["attrs"].get("title") or "").startswith("qa_1 unavailable: SQuAD v2 dev not found")]
+    qa_cells = [
+        e
+        for e in doc.elements
+        if e["tag"] == "td" and (e["attrs"].get("title") or "").startswith("qa_1 unavailable: SQuAD v2 dev not found")
+    ]
     assert qa_cells and all(c["text"] == "—" for c in qa_cells)
     prov = doc.find("details", id="lb-provenance")[0]["text"]
     for field in ("backend", "dtype", "template", "truncation", "tokenizer", "package_version", "bfloat16"):
@@ -136,7 +146,14 @@ def test_no_baseline_no_delta(results_dir):
 
 def test_cli_writes_files_and_prints_paths(site, capsys):
     names = {p.name for p in site.iterdir()}
-    assert {"index.html", "leaderboard.csv", "leaderboard.json", "leaderboard.md", "leaderboard-delta.csv", "leaderboard-delta.md"} <= names
+    assert {
+        "index.html",
+        "leaderboard.csv",
+        "leaderboard.json",
+        "leaderboard.md",
+        "leaderboard-delta.csv",
+        "leaderboard-delta.md",
+    } <= names
     assert "Fixture leaderboard" in (site / "index.html").read_text()
 
 
@@ -147,11 +164,14 @@ def test_cli_prints_paths(results_dir, tmp_path, capsys):
     assert printed == [str(out / n) for n in ("index.html", "leaderboard.csv", "leaderboard.json", "leaderboard.md")]
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["missing-dir"], "no results file at missing-dir"),
-    (["--baseline", "nobody"], "--baseline 'nobody' is not one of the runs"),
-    (["--threshold", "120"], "outside 0..100"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["missing-dir"], "no results file at missing-dir"),
+        (["--baseline", "nobody"], "--baseline 'nobody' is not one of the runs"),
+        (["--threshold", "120"], "outside 0..100"),
+    ],
+)
 def test_cli_user_errors_exit_2_with_one_line(results_dir, tmp_path, capsys, extra, message):
     args = ["leaderboard", str(results_dir["full"]), "--out", str(tmp_path / "o")]
     args = args + extra if extra[0].startswith("--") else ["leaderboard", *extra, "--out", str(tmp_path / "o")]
@@ -171,8 +191,11 @@ def test_edge_cases_render(tmp_path):
     empty, _ = make_run("nothing-scored", 8, 90.0, lengths=[4096], longbench=False, short=False)
     ruler = empty["suites"]["ruler"]
     ruler.update(evaluated=[], per_task={}, per_length={}, unavailable={t: "data missing" for t in ruler["tasks"]})
-    ruler["summary"] = {"effective_length": {"threshold": 85.6, "value": None, "label": "no length evaluated"},
-                        "tasks_covered": 0, "tasks_total": 13}
+    ruler["summary"] = {
+        "effective_length": {"threshold": 85.6, "value": None, "label": "no length evaluated"},
+        "tasks_covered": 0,
+        "tasks_total": 13,
+    }
     runs = [{**one, "sources": ["a"]}, {**empty, "sources": ["b"]}]
     board = build(runs, title="<i>T</i>")
     html = render_html(board)

@@ -45,7 +45,9 @@ def _points(svg):
     root = ET.fromstring(str(svg))  # must be well-formed XML
     out = {}
     for g in root.iterfind(".//s:g[@class='series']", NS):
-        out[g.get("data-series")] = [(float(c.get("cx")), float(c.get("cy")), c.find("s:title", NS).text) for c in g.iterfind("s:circle", NS)]
+        out[g.get("data-series")] = [
+            (float(c.get("cx")), float(c.get("cy")), c.find("s:title", NS).text) for c in g.iterfind("s:circle", NS)
+        ]
     return root, out
 
 
@@ -60,7 +62,11 @@ def test_length_chart_points_map_back_to_scores(board):
     assert len(xs) == len(lengths)
     # Recover the axes from the first/last drawn x positions and 0..100 y range, then invert.
     x = Axis(lengths[0], lengths[-1], xs[0], xs[-1], log2=True)
-    y_ticks = {t.text: float(t.get("y")) - 4 for t in root.iterfind(".//s:text[@class='tick']", NS) if t.get("text-anchor") == "end"}
+    y_ticks = {
+        t.text: float(t.get("y")) - 4
+        for t in root.iterfind(".//s:text[@class='tick']", NS)
+        if t.get("text-anchor") == "end"
+    }
     y = Axis(0, 100, y_ticks["0"], y_ticks["100"])
     for s in by_length:
         drawn = pts[s["run"]]
@@ -85,4 +91,5 @@ def test_step_chart_is_figure_4(board, runs_data):
         assert value == pytest.approx(avg[str(step)])
         assert f"step {step}" in tip
     assert [v for _, v in next(line for line in series["lines"] if line["label"] == "8K")["points"]] == pytest.approx(
-        [per_length["8192"]["per_step"][str(s)] for s in (1960, 1970, 1980, 1990, 2000)])
+        [per_length["8192"]["per_step"][str(s)] for s in (1960, 1970, 1980, 1990, 2000)]
+    )

@@ -58,9 +58,14 @@ class TinyHFRunner:
         for r in requests:
             ids = torch.tensor([self.tok(r.prompt)["input_ids"]])
             with torch.no_grad():
-                gen = self.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=r.max_new_tokens, do_sample=False,
-                                          pad_token_id=self.tok.pad_token_id)
-            text = self.tok.decode(gen[0, ids.shape[1]:], skip_special_tokens=True)
+                gen = self.model.generate(
+                    ids,
+                    attention_mask=torch.ones_like(ids),
+                    max_new_tokens=r.max_new_tokens,
+                    do_sample=False,
+                    pad_token_id=self.tok.pad_token_id,
+                )
+            text = self.tok.decode(gen[0, ids.shape[1] :], skip_special_tokens=True)
             for s in r.stop:
                 if s in text:
                     text = text[: text.index(s)]
@@ -77,8 +82,8 @@ class TinyHFRunner:
             ids = torch.tensor([full])
             with torch.no_grad():
                 logp = torch.log_softmax(self.model(ids).logits[0].double(), -1)
-            cont = full[len(ctx):]
-            rows = logp[len(ctx) - 1: len(full) - 1]
+            cont = full[len(ctx) :]
+            rows = logp[len(ctx) - 1 : len(full) - 1]
             ll = float(rows[torch.arange(len(cont)), torch.tensor(cont)].sum())
             greedy = bool((rows.argmax(-1) == torch.tensor(cont)).all())
             out.append((ll, greedy))
@@ -90,27 +95,87 @@ class TinyHFRunner:
 
 # Tiny LongBench jsonl files (LongBench/data/<name>.jsonl layout).
 def _rec(name, i=0, ctx="CTX", inp="INP", answers=("ans",), classes=None, length=100):
-    return {"input": inp, "context": ctx, "answers": list(answers), "length": length, "dataset": name,
-            "language": "zh" if name == "lsht" else "en", "all_classes": classes, "_id": f"{name}-{i}"}
+    return {
+        "input": inp,
+        "context": ctx,
+        "answers": list(answers),
+        "length": length,
+        "dataset": name,
+        "language": "zh" if name == "lsht" else "en",
+        "all_classes": classes,
+        "_id": f"{name}-{i}",
+    }
 
 
 def _write(folder, name, records):
     with open(folder / f"{name}.jsonl", "w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
 def _icl_files(folder):
     trec_classes = ["Location", "Other location", "Description", "Number"]
-    _write(folder, "trec", [
-        _rec("trec", 0, ctx="Question: Where is Paris?\nType: Location", inp="Question: Where is Rome?\nType:", answers=["Location"], classes=trec_classes),
-        _rec("trec", 1, ctx="Question: How many?\nType: Number", inp="Question: What is X?\nType:", answers=["Description"], classes=trec_classes),
-    ])
-    _write(folder, "triviaqa", [
-        _rec("triviaqa", 0, ctx="Passage: p\nQuestion: q\nAnswer: a", inp="Passage: Paris is in France.\nQuestion: Where is Paris?\nAnswer:", answers=["France", "French Republic"]),
-    ])
-    _write(folder, "samsum", [_rec("samsum", 0, ctx="Dialogue: hi\nSummary: greeting", inp="Dialogue: A: lunch? B: yes\nSummary:", answers=["A and B will have lunch together"])])
-    _write(folder, "lsht", [_rec("lsht", 0, ctx="新闻：股市上涨\n类别：财经", inp="新闻：球队获胜\n类别：", answers=["体育"], classes=["财经", "体育", "科技"])])
+    _write(
+        folder,
+        "trec",
+        [
+            _rec(
+                "trec",
+                0,
+                ctx="Question: Where is Paris?\nType: Location",
+                inp="Question: Where is Rome?\nType:",
+                answers=["Location"],
+                classes=trec_classes,
+            ),
+            _rec(
+                "trec",
+                1,
+                ctx="Question: How many?\nType: Number",
+                inp="Question: What is X?\nType:",
+                answers=["Description"],
+                classes=trec_classes,
+            ),
+        ],
+    )
+    _write(
+        folder,
+        "triviaqa",
+        [
+            _rec(
+                "triviaqa",
+                0,
+                ctx="Passage: p\nQuestion: q\nAnswer: a",
+                inp="Passage: Paris is in France.\nQuestion: Where is Paris?\nAnswer:",
+                answers=["France", "French Republic"],
+            ),
+        ],
+    )
+    _write(
+        folder,
+        "samsum",
+        [
+            _rec(
+                "samsum",
+                0,
+                ctx="Dialogue: hi\nSummary: greeting",
+                inp="Dialogue: A: lunch? B: yes\nSummary:",
+                answers=["A and B will have lunch together"],
+            )
+        ],
+    )
+    _write(
+        folder,
+        "lsht",
+        [
+            _rec(
+                "lsht",
+                0,
+                ctx="新闻：股市上涨\n类别：财经",
+                inp="新闻：球队获胜\n类别：",
+                answers=["体育"],
+                classes=["财经", "体育", "科技"],
+            )
+        ],
+    )
 
 
 def write_short_files(folder, sizes=(("anatomy", 2), ("astronomy", 2)), answers=None):
@@ -120,16 +185,46 @@ def write_short_files(folder, sizes=(("anatomy", 2), ("astronomy", 2)), answers=
     for subject, n in sizes.items():
         for i in range(n):
             answer = answers[subject][i] if answers else (i + len(subject)) % 4
-            test.append({"question": f"Which {subject} fact number {i} is true? ", "subject": subject,
-                         "choices": [f"fact {i}", "the moon", "a bone", "none of these"], "answer": answer})
+            test.append(
+                {
+                    "question": f"Which {subject} fact number {i} is true? ",
+                    "subject": subject,
+                    "choices": [f"fact {i}", "the moon", "a bone", "none of these"],
+                    "answer": answer,
+                }
+            )
         for i in range(5):
-            dev.append({"question": f"Dev {subject} {i}?", "subject": subject, "choices": ["w", "x", "y", "z"], "answer": i % 4})
+            dev.append(
+                {
+                    "question": f"Dev {subject} {i}?",
+                    "subject": subject,
+                    "choices": ["w", "x", "y", "z"],
+                    "answer": i % 4,
+                }
+            )
     (folder / "mmlu").mkdir()
     _write_rows(folder / "mmlu" / "test.jsonl", test)
     _write_rows(folder / "mmlu" / "dev.jsonl", dev)
-    hs = [{"ind": i, "activity_label": "Baking cookies", "ctx_a": "A woman mixes flour.", "ctx_b": "she",
-           "ctx": "", "endings": [f"puts the tray [title] in the oven {i}.", "runs away quickly.", "eats", "sings a very long song about dough"],
-           "source_id": "x", "split": "val", "split_type": "indomain", "label": str(i % 4)} for i in range(3)]
+    hs = [
+        {
+            "ind": i,
+            "activity_label": "Baking cookies",
+            "ctx_a": "A woman mixes flour.",
+            "ctx_b": "she",
+            "ctx": "",
+            "endings": [
+                f"puts the tray [title] in the oven {i}.",
+                "runs away quickly.",
+                "eats",
+                "sings a very long song about dough",
+            ],
+            "source_id": "x",
+            "split": "val",
+            "split_type": "indomain",
+            "label": str(i % 4),
+        }
+        for i in range(3)
+    ]
     (folder / "hs").mkdir()
     _write_rows(folder / "hs" / "validation.jsonl", hs)
     return {"test": test, "dev": dev, "hs": hs, "mmlu": folder / "mmlu", "hellaswag": folder / "hs"}

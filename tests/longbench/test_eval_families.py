@@ -31,7 +31,9 @@ def run_dir(tiny_llama_dir, tmp_path_factory):
 
 
 def _eval(run_dir, out, *extra):
-    return main(["eval", "--ckpts", f"{run_dir}/ckpt-100", "--out", str(out), "--no-progress", "--cache-dir", "none", *extra])
+    return main(
+        ["eval", "--ckpts", f"{run_dir}/ckpt-100", "--out", str(out), "--no-progress", "--cache-dir", "none", *extra]
+    )
 
 
 def _records(out):
@@ -49,13 +51,36 @@ def _check_training(results, run_dir):
 def test_eval_longbench_icl_end_to_end(run_dir, lb_dir, tmp_path, capsys):
     _icl_files(lb_dir)
     out = tmp_path / "out"
-    assert _eval(run_dir, out, "--suite", "longbench-icl", "--samples", "2", "--max-length", "256", "--longbench", str(lb_dir)) == 0
+    assert (
+        _eval(
+            run_dir,
+            out,
+            "--suite",
+            "longbench-icl",
+            "--samples",
+            "2",
+            "--max-length",
+            "256",
+            "--longbench",
+            str(lb_dir),
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     recs = _records(out)
-    assert sorted((r["task"], r["index"]) for r in recs) == [("lsht", 0), ("samsum", 0), ("trec", 0), ("trec", 1), ("triviaqa", 0)]
+    assert sorted((r["task"], r["index"]) for r in recs) == [
+        ("lsht", 0),
+        ("samsum", 0),
+        ("trec", 0),
+        ("trec", 1),
+        ("triviaqa", 0),
+    ]
     for r in recs:
         assert r["settings"]["truncation"] == "middle" and r["length"] == 256
-        assert r["metadata"]["truncation"]["max_length"] == 256 - {"trec": 64, "triviaqa": 32, "samsum": 128, "lsht": 64}[r["task"]]
+        assert (
+            r["metadata"]["truncation"]["max_length"]
+            == 256 - {"trec": 64, "triviaqa": 32, "samsum": 128, "lsht": 64}[r["task"]]
+        )
         assert r["num_tokens"] <= r["metadata"]["truncation"]["max_length"]
 
     results = json.loads((out / "results.json").read_text())
@@ -63,7 +88,8 @@ def test_eval_longbench_icl_end_to_end(run_dir, lb_dir, tmp_path, capsys):
     assert suite["evaluated"] == ["trec", "triviaqa", "samsum", "lsht"] and suite["lengths"] == [256]
     cat = suite["categories"]["LongBench ICL"]["256"]
     assert cat["tasks_covered"] == 4 and cat["mean"] == pytest.approx(
-        sum(suite["per_task"][t]["256"]["mean"] for t in suite["evaluated"]) / 4)
+        sum(suite["per_task"][t]["256"]["mean"] for t in suite["evaluated"]) / 4
+    )
     assert suite["per_task"]["trec"]["256"]["num_samples"] == 2  # --samples 2 caps (trec has 2 items)
     # not length-controlled: no effective length; the table says n/a
     assert suite["summary"]["effective_length"] == {"threshold": None, "value": None, "label": "n/a"}
@@ -82,7 +108,11 @@ def test_eval_short_end_to_end(run_dir, short_dirs, tmp_path, capsys):
     printed = capsys.readouterr().out
     recs = _records(out)
     assert sorted((r["task"], r["index"], r["length"]) for r in recs) == [
-        ("hellaswag", 0, 0), ("hellaswag", 1, 0), ("mmlu", 0, 0), ("mmlu", 1, 0)]
+        ("hellaswag", 0, 0),
+        ("hellaswag", 1, 0),
+        ("mmlu", 0, 0),
+        ("mmlu", 1, 0),
+    ]
     assert all(r["settings"]["truncation"] == "none" for r in recs)
     results = json.loads((out / "results.json").read_text())
     suite = results["suites"]["short"]
@@ -127,15 +157,29 @@ def test_ppl_unavailable_at_every_length_is_listed_before_any_model_load(run_dir
     docs.write_text(json.dumps({"text": DOC}) + "\n")
     monkeypatch.setenv(ppl.ENV_VAR, str(docs))
     with pytest.raises(UserError, match="ppl: no perplexity document has 4096 tokens"):
-        plan_eval(EvalConfig(ckpts=f"{run_dir}/ckpt-100", suite="ppl", lengths="4k,8k", out=str(tmp_path / "o"), progress=False))
+        plan_eval(
+            EvalConfig(
+                ckpts=f"{run_dir}/ckpt-100", suite="ppl", lengths="4k,8k", out=str(tmp_path / "o"), progress=False
+            )
+        )
     # next to a task that can run, it is listed as unavailable (reason at its shortest length)
-    plan = plan_eval(EvalConfig(ckpts=f"{run_dir}/ckpt-100", tasks=["ppl", "niah_single_1"], lengths="4k", samples=1,
-                                out=str(tmp_path / "o2"), progress=False))
+    plan = plan_eval(
+        EvalConfig(
+            ckpts=f"{run_dir}/ckpt-100",
+            tasks=["ppl", "niah_single_1"],
+            lengths="4k",
+            samples=1,
+            out=str(tmp_path / "o2"),
+            progress=False,
+        )
+    )
     assert [t.name for t in plan.tasks] == ["niah_single_1"]
     assert plan.unavailable["ppl"].startswith("no perplexity document has 4096 tokens")
 
 
-def test_samples_default_all_items_for_fixed_datasets_500_for_length_controlled(run_dir, short_dirs, tmp_path, monkeypatch):
+def test_samples_default_all_items_for_fixed_datasets_500_for_length_controlled(
+    run_dir, short_dirs, tmp_path, monkeypatch
+):
     """Without --samples: MMLU/HellaSwag (and LongBench) get every item, length-controlled tasks 500;
     --samples N caps every task."""
     from harness.cli import build_parser
@@ -143,8 +187,19 @@ def test_samples_default_all_items_for_fixed_datasets_500_for_length_controlled(
     from harness.evaluate import DEFAULT_SAMPLES, _num_samples, plan_eval
 
     def planned(*flags):
-        args = build_parser().parse_args(["eval", "--ckpts", f"{run_dir}/ckpt-100", "--suite", "short", "--out", str(tmp_path / "o"),
-                                          "--no-progress", *flags])
+        args = build_parser().parse_args(
+            [
+                "eval",
+                "--ckpts",
+                f"{run_dir}/ckpt-100",
+                "--suite",
+                "short",
+                "--out",
+                str(tmp_path / "o"),
+                "--no-progress",
+                *flags,
+            ]
+        )
         plan = plan_eval(config_from_args(args))
         return {w.task.name: len(w.indices) for job in plan.jobs for w in job.runner_work}, plan
 
@@ -174,21 +229,51 @@ def test_paper_suite_reports_families_with_length_control():
     from tasks.registry import all_suites, get_task
 
     names = all_suites()["paper"]
-    plan = SimpleNamespace(suite_label="paper", suite_tasks=names, cfg=SimpleNamespace(exclude=[], max_length=None),
-                           unavailable={}, tasks=[get_task(n) for n in names], lengths=[4096, 8192],
-                           contexts={"fp": 8192}, unavailable_lengths={})
+    plan = SimpleNamespace(
+        suite_label="paper",
+        suite_tasks=names,
+        cfg=SimpleNamespace(exclude=[], max_length=None),
+        unavailable={},
+        tasks=[get_task(n) for n in names],
+        lengths=[4096, 8192],
+        contexts={"fp": 8192},
+        unavailable_lengths={},
+    )
     suites = _report_suites(plan)
     assert {k: (v["lengths"], v["length_controlled"]) for k, v in suites.items()} == {
-        "ruler": ([4096, 8192], True), "longbench": ([8192], False), "short": ([0], False)}
+        "ruler": ([4096, 8192], True),
+        "longbench": ([8192], False),
+        "short": ([0], False),
+    }
     ckpt = {"path": "r/ckpt-1", "step": 1, "fingerprint": "fp"}
 
     def rec(task, length, score):
-        return {"type": "sample", "run": "r", "checkpoint": ckpt, "suite": "paper", "task": task, "task_version": "1",
-                "length": length, "index": 0, "seed": 42, "dataset_hash": "h", "prediction": "", "score": score,
-                "metric": "m", "num_tokens": 1, "settings": {}, "metadata": {}}
+        return {
+            "type": "sample",
+            "run": "r",
+            "checkpoint": ckpt,
+            "suite": "paper",
+            "task": task,
+            "task_version": "1",
+            "length": length,
+            "index": 0,
+            "seed": 42,
+            "dataset_hash": "h",
+            "prediction": "",
+            "score": score,
+            "metric": "m",
+            "num_tokens": 1,
+            "settings": {},
+            "metadata": {},
+        }
 
-    res = aggregate([rec("niah_single_1", 4096, 1.0), rec("niah_single_1", 8192, 1.0), rec("trec", 8192, 1.0), rec("mmlu", 0, 1.0)],
-                    suites, {"name": "r", "model": "r", "mode": None, "checkpoints": [dict(ckpt, training=None)]}, {}, threshold=50.0)
+    res = aggregate(
+        [rec("niah_single_1", 4096, 1.0), rec("niah_single_1", 8192, 1.0), rec("trec", 8192, 1.0), rec("mmlu", 0, 1.0)],
+        suites,
+        {"name": "r", "model": "r", "mode": None, "checkpoints": [dict(ckpt, training=None)]},
+        {},
+        threshold=50.0,
+    )
     eff = {k: v["summary"]["effective_length"]["label"] for k, v in res["suites"].items()}
     assert eff == {"ruler": "8K", "longbench": "n/a", "short": "n/a"}
 
@@ -200,8 +285,23 @@ def test_max_length_must_leave_room_for_a_prompt(run_dir, lb_dir, tmp_path):
 
     _icl_files(lb_dir)
     with pytest.raises(UserError, match="--max-length 128 leaves no prompt for samsum"):
-        plan_eval(EvalConfig(ckpts=f"{run_dir}/ckpt-100", suite="longbench-icl", max_length=128, out=str(tmp_path / "o"),
-                             progress=False))
-    plan = plan_eval(EvalConfig(ckpts=f"{run_dir}/ckpt-100", suite="longbench-icl", max_length=129, out=str(tmp_path / "o"),
-                                progress=False, cache_dir="none"))
+        plan_eval(
+            EvalConfig(
+                ckpts=f"{run_dir}/ckpt-100",
+                suite="longbench-icl",
+                max_length=128,
+                out=str(tmp_path / "o"),
+                progress=False,
+            )
+        )
+    plan = plan_eval(
+        EvalConfig(
+            ckpts=f"{run_dir}/ckpt-100",
+            suite="longbench-icl",
+            max_length=129,
+            out=str(tmp_path / "o"),
+            progress=False,
+            cache_dir="none",
+        )
+    )
     assert plan.truncation_budget == 129 and plan.all_lengths == [129]

@@ -28,7 +28,10 @@ def icl_dir(tmp_path, monkeypatch):
     rng = random.Random(3)
     d = tmp_path / "trec_coarse"
     d.mkdir()
-    train = [{"text": f"train question {i} about {LABELS[i % 6].lower()} {rng.randint(0, 999)}?", "label": i % 6} for i in range(60)]
+    train = [
+        {"text": f"train question {i} about {LABELS[i % 6].lower()} {rng.randint(0, 999)}?", "label": i % 6}
+        for i in range(60)
+    ]
     test = [{"text": f"test question {i}?", "label": (i * 5) % 6} for i in range(12)]
     for name, rows in (("train", train), ("test", test)):
         (d / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -38,7 +41,7 @@ def icl_dir(tmp_path, monkeypatch):
 
 
 def _demos_in(prompt):
-    body = prompt[len(HEADER):]
+    body = prompt[len(HEADER) :]
     blocks = body.split("\n\n")
     pairs = [tuple(b.split("\nlabel: ")) for b in blocks[:-1]]
     return pairs, blocks[-1]
@@ -46,7 +49,11 @@ def _demos_in(prompt):
 
 def test_helmet_demo_counts():
     assert [demo_count("trec_coarse", 1024 * k) for k in (4, 8, 16, 32, 64, 128)] == [200, 400, 800, 1600, 3300, 6600]
-    assert demo_count("nlu", 131072) == 8296 and demo_count("banking77", 32768) == 1450 and demo_count("clinic150", 65536) == 3525
+    assert (
+        demo_count("nlu", 131072) == 8296
+        and demo_count("banking77", 32768) == 1450
+        and demo_count("clinic150", 65536) == 3525
+    )
     assert demo_count("trec_fine", 262144) == 12800  # beyond the table: proportional to the nearest entry
 
 
@@ -61,7 +68,7 @@ def test_balanced_demos_are_balanced_and_seeded():
     assert balanced_demos(pool, 40, random.Random(7)) != balanced_demos(pool, 40, random.Random(8))
     # every round of 6 holds each label once
     demos = balanced_demos(pool, 36, random.Random(1))
-    assert all(sorted(lab for _, lab in demos[r:r + 6]) == list(range(6)) for r in range(0, 36, 6))
+    assert all(sorted(lab for _, lab in demos[r : r + 6]) == list(range(6)) for r in range(0, 36, 6))
 
 
 def test_label_mapping_per_item(icl_dir, byte_tokenizer):
@@ -115,12 +122,14 @@ def test_over_long_prompts_drop_demos_from_the_end(icl_dir, byte_tokenizer):
     assert s.prompt == ICLTask.render(task, full[:k], question, mapping)  # a prefix of the demos, question kept
     assert s.prompt.endswith(f"\n\n{question}\nlabel:")
     assert s.num_tokens + task.max_new_tokens <= length
-    longer = ICLTask.render(task, full[:k + 1], question, mapping)
+    longer = ICLTask.render(task, full[: k + 1], question, mapping)
     assert len(byte_tokenizer(longer)["input_ids"]) + task.max_new_tokens > length  # one more would not fit
     assert len(re.findall(r"\nlabel: ", s.prompt)) == k
 
 
-@pytest.mark.parametrize("out,expected", [(" 3\nfoo", "3"), ("label: 4", "4"), ("Label: Foo bar\nx", "Foo bar"), ("", ""), ("\n5", "")])
+@pytest.mark.parametrize(
+    "out,expected", [(" 3\nfoo", "3"), ("label: 4", "4"), ("Label: Foo bar\nx", "Foo bar"), ("", ""), ("\n5", "")]
+)
 def test_parse_label(out, expected):
     assert parse_label(out) == expected
 
@@ -130,7 +139,11 @@ def test_icl_end_to_end_fake_runner(icl_dir, bpe_tokenizer):
     samples = generate_samples(task, 4096, range(12), bpe_tokenizer, seed=42, cache_dir=False)
     truth = {s.prompt: s.references[0] for s in samples}
     # right answer for even items (with trailing junk after the newline), a wrong one for odd items
-    runner = FakeRunner(lambda p: f" {truth[p]}\nnext text" if samples.index(next(s for s in samples if s.prompt == p)) % 2 == 0 else " 99")
+    runner = FakeRunner(
+        lambda p: (
+            f" {truth[p]}\nnext text" if samples.index(next(s for s in samples if s.prompt == p)) % 2 == 0 else " 99"
+        )
+    )
     preds = runner.generate([GenerationRequest(s.prompt, s.max_new_tokens, tuple(s.metadata["stop"])) for s in samples])
     scores = [task.score(p, s) for p, s in zip(preds, samples)]
     assert scores == [1.0 if i % 2 == 0 else 0.0 for i in range(12)]
@@ -156,4 +169,6 @@ def test_largest_fitting_matches_linear_scan():
         assert largest_fitting(n, fits, rng.randint(-3, n + 3)) == true_k
         assert all(0 <= c <= n for c in calls)
     calls = []
-    assert largest_fitting(6600, lambda k: calls.append(k) or k <= 4000, 4000) == 4000 and len(calls) == 2  # a close guess is cheap
+    assert (
+        largest_fitting(6600, lambda k: calls.append(k) or k <= 4000, 4000) == 4000 and len(calls) == 2
+    )  # a close guess is cheap

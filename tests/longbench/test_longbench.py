@@ -3,7 +3,6 @@ end-to-end runs on tiny local jsonl files (fake runner and the tiny Llama)."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from harness.errors import TaskUnavailable
@@ -30,16 +29,37 @@ REF_PASSAGE_COUNT = (
     "so on.\n\nThe final answer is: "
 )
 REF_REPOBENCH = "Please complete the code given below. \nCTXINPNext line of code:\n"
-REF_MULTI_NEWS = ("You are given several news passages. Write a one-page summary of all news. \n\nNews:\nCTX\n\n"
-                  "Now, write a one-page summary of all the news.\n\nSummary:")
+REF_MULTI_NEWS = (
+    "You are given several news passages. Write a one-page summary of all news. \n\nNews:\nCTX\n\n"
+    "Now, write a one-page summary of all the news.\n\nSummary:"
+)
 REF_LSHT = "请判断给定新闻的类别，下面是一些例子。\n\nCTX\nINP"
 
-MAXLEN = {"narrativeqa": 128, "gov_report": 512, "trec": 64, "triviaqa": 32, "samsum": 128, "lsht": 64,
-          "passage_count": 32, "lcc": 64, "repobench-p": 64, "hotpotqa": 32}
+MAXLEN = {
+    "narrativeqa": 128,
+    "gov_report": 512,
+    "trec": 64,
+    "triviaqa": 32,
+    "samsum": 128,
+    "lsht": 64,
+    "passage_count": 32,
+    "lcc": 64,
+    "repobench-p": 64,
+    "hotpotqa": 32,
+}
 
 
-@pytest.mark.parametrize("name,ref", [("narrativeqa", REF_NARRATIVEQA), ("trec", REF_TREC), ("passage_count", REF_PASSAGE_COUNT),
-                                      ("repobench-p", REF_REPOBENCH), ("multi_news", REF_MULTI_NEWS), ("lsht", REF_LSHT)])
+@pytest.mark.parametrize(
+    "name,ref",
+    [
+        ("narrativeqa", REF_NARRATIVEQA),
+        ("trec", REF_TREC),
+        ("passage_count", REF_PASSAGE_COUNT),
+        ("repobench-p", REF_REPOBENCH),
+        ("multi_news", REF_MULTI_NEWS),
+        ("lsht", REF_LSHT),
+    ],
+)
 def test_prompt_parity(lb_dir, byte_tokenizer, name, ref):
     _write(lb_dir, name, [_rec(name)])
     s = get_task(name).sample(0, 0, 42, byte_tokenizer)
@@ -72,7 +92,9 @@ def test_middle_truncation_matches_pred_py(lb_dir, bpe_tokenizer):
     budget = 120  # prompt tokens: the length is the whole budget, prompt + 32 generated (hotpotqa)
     s = task.sample(budget + 32, 0, 42, bpe_tokenizer)
     ids = bpe_tokenizer(full.prompt)["input_ids"]  # pred.py: tokenized with special tokens
-    expect = bpe_tokenizer.decode(ids[:60], skip_special_tokens=True) + bpe_tokenizer.decode(ids[-60:], skip_special_tokens=True)
+    expect = bpe_tokenizer.decode(ids[:60], skip_special_tokens=True) + bpe_tokenizer.decode(
+        ids[-60:], skip_special_tokens=True
+    )
     info = s.metadata["truncation"]
     # This prompt and budget are chosen so that pred.py's cut re-encodes within the budget: no refit,
     # and ours is byte-identical to pred.py's (the refit branch is checked in the test below).
@@ -81,7 +103,12 @@ def test_middle_truncation_matches_pred_py(lb_dir, bpe_tokenizer):
     assert s.num_tokens <= budget
     assert s.prompt.startswith("Answer the question based on the given passages.")
     assert s.prompt.endswith("Question: Which word is first?\nAnswer:")
-    assert {k: v for k, v in info.items() if k != "refit_tokens"} == {"rule": "middle", "max_length": budget, "original_tokens": len(ids), "truncated": True}
+    assert {k: v for k, v in info.items() if k != "refit_tokens"} == {
+        "rule": "middle",
+        "max_length": budget,
+        "original_tokens": len(ids),
+        "truncated": True,
+    }
     assert s.length == budget + 32 and budget - 3 <= s.num_tokens <= budget
     assert task.default_max_length(4096) == 4096 - 32
 
@@ -108,8 +135,13 @@ def _mini_loop(task, runner, length, tokenizer):
 
 def test_longbench_icl_end_to_end_fake_runner(lb_dir, bpe_tokenizer):
     _icl_files(lb_dir)
-    answers = {"Where is Rome": "\nLocation\nQuestion: foo", "What is X": "Other location", "Where is Paris?\nAnswer:": " France\nPassage:",
-               "A: lunch": "A and B will have lunch.\nDialogue: C", "球队获胜": "体育"}
+    answers = {
+        "Where is Rome": "\nLocation\nQuestion: foo",
+        "What is X": "Other location",
+        "Where is Paris?\nAnswer:": " France\nPassage:",
+        "A: lunch": "A and B will have lunch.\nDialogue: C",
+        "球队获胜": "体育",
+    }
 
     def answer(prompt):
         return next(v for k, v in answers.items() if k in prompt)
@@ -120,10 +152,17 @@ def test_longbench_icl_end_to_end_fake_runner(lb_dir, bpe_tokenizer):
         task = get_task(name)
         samples, preds, scores = _mini_loop(task, runner, 4096, bpe_tokenizer)
         per_task[name] = 100 * sum(scores) / len(scores)
-        assert all(s.length == 4096 and s.metadata["truncation"]["max_length"] == 4096 - task.max_new_tokens for s in samples)
+        assert all(
+            s.length == 4096 and s.metadata["truncation"]["max_length"] == 4096 - task.max_new_tokens for s in samples
+        )
     # trec: item 0 first line "Location" -> 1; item 1 predicts "Other location" for gold "Description" -> 0
     # triviaqa: " France" -> 1; lsht: 1; samsum: ROUGE-L of the first line against the reference
-    expected_samsum = 100 * __import__("rouge").Rouge().get_scores("A and B will have lunch.", "A and B will have lunch together")[0]["rouge-l"]["f"]
+    expected_samsum = (
+        100
+        * __import__("rouge")
+        .Rouge()
+        .get_scores("A and B will have lunch.", "A and B will have lunch together")[0]["rouge-l"]["f"]
+    )
     assert per_task == pytest.approx({"trec": 50.0, "triviaqa": 100.0, "samsum": expected_samsum, "lsht": 100.0})
     assert 0 < expected_samsum < 100
     # the category is the unweighted mean of its tasks (aggregator's job; the table says which tasks)
@@ -133,10 +172,22 @@ def test_longbench_icl_end_to_end_fake_runner(lb_dir, bpe_tokenizer):
 
 
 def test_longbench_e_buckets(lb_dir, byte_tokenizer):
-    _write(lb_dir, "trec_e", [_rec("trec", i, length=L, classes=["A"], answers=["A"]) for i, L in enumerate([100, 3999, 4000, 7999, 8000, 20000])])
+    _write(
+        lb_dir,
+        "trec_e",
+        [
+            _rec("trec", i, length=L, classes=["A"], answers=["A"])
+            for i, L in enumerate([100, 3999, 4000, 7999, 8000, 20000])
+        ],
+    )
     assert get_task("trec_e").num_samples_available(0) == 6
-    got = {b: [get_task(f"trec_e_{b}").sample(0, i, 42, byte_tokenizer).metadata["longbench_length"]
-               for i in range(get_task(f"trec_e_{b}").num_samples_available(0))] for b in ("0_4k", "4_8k", "8k_plus")}
+    got = {
+        b: [
+            get_task(f"trec_e_{b}").sample(0, i, 42, byte_tokenizer).metadata["longbench_length"]
+            for i in range(get_task(f"trec_e_{b}").num_samples_available(0))
+        ]
+        for b in ("0_4k", "4_8k", "8k_plus")
+    }
     assert got == {"0_4k": [100, 3999], "4_8k": [4000, 7999], "8k_plus": [8000, 20000]}
     assert all_suites()["longbench-e-8k-plus"][0] == "qasper_e_8k_plus"
 
@@ -191,6 +242,8 @@ def test_middle_truncation_never_exceeds_the_budget(bpe_tokenizer, byte_tokenize
             assert len(tok(kept)["input_ids"]) <= budget
             if info["truncated"] and info["refit_tokens"] == 0:
                 half = budget // 2
-                assert kept == tok.decode(ids[:half], skip_special_tokens=True) + tok.decode(ids[-half:], skip_special_tokens=True)
+                assert kept == tok.decode(ids[:half], skip_special_tokens=True) + tok.decode(
+                    ids[-half:], skip_special_tokens=True
+                )
             refits += info.get("refit_tokens", 0) > 0
     assert 0 < refits < 40  # both branches ran; the refit is the exception, pred.py's cut the rule

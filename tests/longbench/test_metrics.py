@@ -82,13 +82,16 @@ def ref_rouge_l_one_sentence(pred, gold):
 
 
 # ---- hand-made cases ----------------------------------------------------------------------
-@pytest.mark.parametrize("pred,gold,expected", [
-    ("The Eiffel Tower!", "eiffel tower", 1.0),
-    ("a cat sat", "the dog sat", 0.5),
-    ("Paris, France.", "Paris", 2 / 3),
-    ("", "x", 0.0),
-    ("the a an", "the", 0.0),
-])
+@pytest.mark.parametrize(
+    "pred,gold,expected",
+    [
+        ("The Eiffel Tower!", "eiffel tower", 1.0),
+        ("a cat sat", "the dog sat", 0.5),
+        ("Paris, France.", "Paris", 2 / 3),
+        ("", "x", 0.0),
+        ("the a an", "the", 0.0),
+    ],
+)
 def test_qa_f1_hand_made(pred, gold, expected):
     assert M.qa_f1_score(pred, gold) == pytest.approx(expected)
     assert ref_qa_f1(pred, gold) == pytest.approx(expected)
@@ -112,7 +115,9 @@ def test_count_retrieval_code_hand_made():
 
 
 def test_rouge_hand_made_and_failure_is_zero():
-    assert M.rouge_score("the cat sat on mat", "the cat lay on mat") == pytest.approx(ref_rouge_l_one_sentence("the cat sat on mat", "the cat lay on mat"))
+    assert M.rouge_score("the cat sat on mat", "the cat lay on mat") == pytest.approx(
+        ref_rouge_l_one_sentence("the cat sat on mat", "the cat lay on mat")
+    )
     assert M.rouge_score("", "reference text") == 0.0  # the rouge package raises; the reference scores 0
 
 
@@ -120,14 +125,22 @@ def test_zh_metrics():
     import jieba
 
     def ref_zh(pred, gold):
-        drop = PUNCT | set("！？｡。＂＃＄％＆＇（）＊＋，－／：；＜＝＞＠［＼］＾＿｀｛｜｝～｟｠｢｣､、〃》「」『』【】〔〕〖〗〘〙〚〛〜〝〞〟〰〾〿–—‘’‛“”„‟…‧﹏.")
+        drop = PUNCT | set(
+            "！？｡。＂＃＄％＆＇（）＊＋，－／：；＜＝＞＠［＼］＾＿｀｛｜｝～｟｠｢｣､、〃》「」『』【】〔〕〖〗〘〙〚〛〜〝〞〟〰〾〿–—‘’‛“”„‟…‧﹏."
+        )
 
         def toks(s):
             out = ["".join(c for c in t.lower() if c not in drop and not c.isspace()) for t in jieba.lcut(s)]
             return [t for t in out if t]
+
         return ref_f1(toks(pred), toks(gold))
 
-    for pred, gold in [("北京是中国的首都。", "北京"), ("答案：上海", "上海"), ("", "上海"), ("今天天气很好", "今天天气很好")]:
+    for pred, gold in [
+        ("北京是中国的首都。", "北京"),
+        ("答案：上海", "上海"),
+        ("", "上海"),
+        ("今天天气很好", "今天天气很好"),
+    ]:
         assert M.qa_f1_zh_score(pred, gold) == pytest.approx(ref_zh(pred, gold))
     assert M.qa_f1_zh_score("北京是中国的首都。", "北京") == pytest.approx(1 / 3)
     assert M.rouge_zh_score("今天天气很好", "今天天气很好") == pytest.approx(1.0, abs=1e-6)
@@ -137,7 +150,9 @@ def test_score_sample_first_line_and_max_over_answers():
     # few-shot tasks: leading newlines stripped, first line kept
     assert M.score_sample("triviaqa", "\n\nParis\nQuestion: next", ["London", "Paris"], None) == 1.0
     # other tasks keep every line: the extra words lower the F1
-    assert M.score_sample("hotpotqa", "Paris\nQuestion: next", ["Paris"], None) == pytest.approx(ref_qa_f1("Paris\nQuestion: next", "Paris"))
+    assert M.score_sample("hotpotqa", "Paris\nQuestion: next", ["Paris"], None) == pytest.approx(
+        ref_qa_f1("Paris\nQuestion: next", "Paris")
+    )
     assert M.score_sample("trec", "Type: Location\nOther", ["Location"], ["Location", "Other"]) == 1.0
     assert M.score_sample("passage_count", "3", ["4", "3"], None) == 1.0
 
@@ -155,7 +170,9 @@ def test_random_predictions_match_references():
         assert M.qa_f1_score(pred, gold) == pytest.approx(ref_qa_f1(pred, gold))
         cpred = " ".join(rng.choice(classes + ["foo"]) for _ in range(rng.randint(0, 4)))
         cgold = rng.choice(classes)
-        assert M.classification_score(cpred, cgold, all_classes=classes) == pytest.approx(ref_classification(cpred, cgold, classes))
+        assert M.classification_score(cpred, cgold, all_classes=classes) == pytest.approx(
+            ref_classification(cpred, cgold, classes)
+        )
         npred = " ".join(str(rng.randint(0, 5)) for _ in range(rng.randint(0, 4)))
         ngold = rng.randint(0, 5)
         assert M.count_score(npred, ngold) == pytest.approx(ref_count(npred, ngold))

@@ -10,8 +10,10 @@ from harness.errors import TaskUnavailable, UserError
 from tasks import ppl
 from tasks.registry import all_suites, get_task
 
-DOC = " ".join(f"The river {w} runs past the old mill and the green field number {i}." for i, w in
-               enumerate(["quietly", "slowly", "north", "under", "bright", "cold"] * 12))
+DOC = " ".join(
+    f"The river {w} runs past the old mill and the green field number {i}."
+    for i, w in enumerate(["quietly", "slowly", "north", "under", "bright", "cold"] * 12)
+)
 
 
 @pytest.fixture
@@ -33,7 +35,7 @@ def test_ppl_matches_brute_force_loss(ppl_doc, tiny_runner, tiny_tokenizer):
     size = length - 1  # the BPE tokenizer adds BOS: window + BOS = the length
     assert len(doc_ids) >= 2 * size
     for rec in out:
-        window = doc_ids[rec["index"] * size:(rec["index"] + 1) * size]
+        window = doc_ids[rec["index"] * size : (rec["index"] + 1) * size]
         ids = torch.tensor([[tiny_tokenizer.bos_token_id] + window])
         with torch.no_grad():
             logits = tiny_runner.model(ids).logits[0].double()

@@ -41,8 +41,11 @@ def test_mmlu_matches_brute_force(short_dirs, tiny_runner):
         def fmt(d):
             return f"{d['question'].strip()}\nA. {d['choices'][0]}\nB. {d['choices'][1]}\nC. {d['choices'][2]}\nD. {d['choices'][3]}\nAnswer:"
 
-        context = (f"The following are multiple choice questions (with answers) about {subject}.\n\n"
-                   + "".join(fmt(d) + " " + "ABCD"[d["answer"]] + "\n\n" for d in shots) + fmt(doc))
+        context = (
+            f"The following are multiple choice questions (with answers) about {subject}.\n\n"
+            + "".join(fmt(d) + " " + "ABCD"[d["answer"]] + "\n\n" for d in shots)
+            + fmt(doc)
+        )
         lls = [_brute_ll(tiny_runner, context, " " + c) for c in "ABCD"]
         best = max(range(4), key=lambda k: lls[k])
         assert rec["metadata"]["loglikelihoods"] == pytest.approx(lls, abs=1e-6)
@@ -58,12 +61,33 @@ def _mmlu_cell(out):
     from harness.aggregate import aggregate
 
     ckpt = {"path": "ckpt-1", "step": 1, "fingerprint": "fp"}
-    records = [{"type": "sample", "run": "r", "checkpoint": ckpt, "suite": "short", "task": "mmlu", "task_version": "1",
-                "length": 0, "index": r["index"], "seed": 42, "dataset_hash": "h", "prediction": r["prediction"],
-                "score": r["score"], "metric": "acc", "num_tokens": None, "settings": {}, "metadata": r["metadata"]}
-               for r in out]
-    res = aggregate(records, {"short": {"tasks": ["mmlu"], "lengths": [0]}},
-                    {"name": "r", "model": ".", "mode": None, "checkpoints": [dict(ckpt, training=None)]}, {})
+    records = [
+        {
+            "type": "sample",
+            "run": "r",
+            "checkpoint": ckpt,
+            "suite": "short",
+            "task": "mmlu",
+            "task_version": "1",
+            "length": 0,
+            "index": r["index"],
+            "seed": 42,
+            "dataset_hash": "h",
+            "prediction": r["prediction"],
+            "score": r["score"],
+            "metric": "acc",
+            "num_tokens": None,
+            "settings": {},
+            "metadata": r["metadata"],
+        }
+        for r in out
+    ]
+    res = aggregate(
+        records,
+        {"short": {"tasks": ["mmlu"], "lengths": [0]}},
+        {"name": "r", "model": ".", "mode": None, "checkpoints": [dict(ckpt, training=None)]},
+        {},
+    )
     return res["suites"]["short"]["per_task"]["mmlu"]["0"]["mean"]
 
 
@@ -87,8 +111,8 @@ def test_mmlu_is_micro_averaged_over_questions(tmp_path, monkeypatch):
         data.clear_caches()
     assert {r["prediction"] for r in out} == {"A"}
     per_subject = {s: 100 * sum(a == 0 for a in ans) / len(ans) for s, ans in answers.items()}  # 66.7, 0
-    micro = 100 * sum(a == 0 for ans in answers.values() for a in ans) / n                      # 2/4 = 50
-    macro = sum(per_subject.values()) / len(per_subject)                                         # 33.3
+    micro = 100 * sum(a == 0 for ans in answers.values() for a in ans) / n  # 2/4 = 50
+    macro = sum(per_subject.values()) / len(per_subject)  # 33.3
     assert micro != pytest.approx(macro)
     assert _mmlu_cell(out) == pytest.approx(micro)
 

@@ -10,11 +10,21 @@ from tasks.registry import get_task
 
 
 def test_sentence_splitter_reference_cases():
-    text = ("Mr. Smith went to Washington. He said: \"It works.\" Then he left! Did he? Yes. "
-            "See e.g. the U.S. case... and more. J. Doe agreed. In 1999. The end (really.) Next one.")
+    text = (
+        'Mr. Smith went to Washington. He said: "It works." Then he left! Did he? Yes. '
+        "See e.g. the U.S. case... and more. J. Doe agreed. In 1999. The end (really.) Next one."
+    )
     assert split_sentences(text) == [
-        "Mr. Smith went to Washington.", "He said: \"It works.\"", "Then he left!", "Did he?", "Yes.",
-        "See e.g. the U.S. case... and more.", "J. Doe agreed.", "In 1999.", "The end (really.)", "Next one.",
+        "Mr. Smith went to Washington.",
+        'He said: "It works."',
+        "Then he left!",
+        "Did he?",
+        "Yes.",
+        "See e.g. the U.S. case... and more.",
+        "J. Doe agreed.",
+        "In 1999.",
+        "The end (really.)",
+        "Next one.",
     ]
     words = text.split(" ")
     starts = sentence_starts(words) + [len(words)]
@@ -51,4 +61,8 @@ def test_word_lists_and_pairs():
     pairs = {random_pair(rng) for _ in range(2000)}
     assert len(pairs) > 1990
     for p in list(pairs)[:50]:
-        assert any(p == f"{a}-{p[len(a) + 1:]}" and p[len(a) + 1:] in set(nouns()) for a in adjectives() if p.startswith(a + "-"))
+        assert any(
+            p == f"{a}-{p[len(a) + 1 :]}" and p[len(a) + 1 :] in set(nouns())
+            for a in adjectives()
+            if p.startswith(a + "-")
+        )

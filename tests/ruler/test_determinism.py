@@ -38,8 +38,13 @@ def test_identical_across_processes(bpe_tokenizer, bpe_tokenizer_dir):
         f"tok = light_tokenizer({str(bpe_tokenizer_dir)!r})\n"
         f"print(json.dumps([get_task(n).sample(2048, 1, 42, tok).to_json() for n in {TASKS!r}]))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**__import__("os").environ, "PYTHONHASHSEED": "123"}).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**__import__("os").environ, "PYTHONHASHSEED": "123"},
+    ).stdout
     theirs = json.loads(out.strip().splitlines()[-1])
     ours = [get_task(n).sample(2048, 1, 42, bpe_tokenizer).to_json() for n in TASKS]
     assert theirs == ours

@@ -67,13 +67,17 @@ def test_fast_path_refuses_other_pre_tokenizers(tmp_path):
     from transformers import PreTrainedTokenizerFast
 
     tk = Tokenizer(models.BPE())
-    tk.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(r"\d{1,3}| ?[A-Za-z]+|\s+|[^\sA-Za-z\d]+"), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    tk.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(r"\d{1,3}| ?[A-Za-z]+|\s+|[^\sA-Za-z\d]+"), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tk.decoder = decoders.ByteLevel()
     corpus = _random_texts(1, 300, [])
-    tk.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tk.train_from_iterator(
+        corpus, trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    )
     tok = PreTrainedTokenizerFast(tokenizer_object=tk)
     counter = Counter(tok)
     texts = _random_texts(2, 500, [])

@@ -6,12 +6,22 @@ from tasks.metrics import postprocess, string_match_all, string_match_part, task
 
 
 def ref_string_match_all(preds, refs):  # NVIDIA/RULER scripts/eval/synthetic/constants.py, verbatim
-    score = sum([sum([1.0 if r.lower() in pred.lower() else 0.0 for r in ref]) / len(ref) for pred, ref in zip(preds, refs)]) / len(preds) * 100
+    score = (
+        sum(
+            [sum([1.0 if r.lower() in pred.lower() else 0.0 for r in ref]) / len(ref) for pred, ref in zip(preds, refs)]
+        )
+        / len(preds)
+        * 100
+    )
     return round(score, 2)
 
 
 def ref_string_match_part(preds, refs):
-    score = sum([max([1.0 if r.lower() in pred.lower() else 0.0 for r in ref]) for pred, ref in zip(preds, refs)]) / len(preds) * 100
+    score = (
+        sum([max([1.0 if r.lower() in pred.lower() else 0.0 for r in ref]) for pred, ref in zip(preds, refs)])
+        / len(preds)
+        * 100
+    )
     return round(score, 2)
 
 

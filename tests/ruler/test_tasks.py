@@ -40,14 +40,17 @@ def check_references(name, sample):
             assert text.count(f"for {key} is:") == 1
     elif name == "vt":
         names = sample.references
-        task_part = text[text.rindex("Memorize and track"):]
+        task_part = text[text.rindex("Memorize and track") :]
         value = re.search(r"VAR " + names[0] + r" = (\d+)\n", task_part).group(1)
         for a, b in zip(names, names[1:]):
             assert f"VAR {b} = VAR {a} \n" in task_part or task_part.endswith(f"VAR {b} = VAR {a} ")
         assert f"assigned the value {value} in the text above" in task_part
-        assert f"5 variables are assigned the value {value}, they are: " == sample.answer_prefix[sample.answer_prefix.index("5 var"):]
+        assert (
+            f"5 variables are assigned the value {value}, they are: "
+            == sample.answer_prefix[sample.answer_prefix.index("5 var") :]
+        )
     elif name == "cwe":
-        task_part = text[text.rindex("Below is a numbered list"):]
+        task_part = text[text.rindex("Below is a numbered list") :]
         entries = re.findall(r"(?:^|\s)(\d+)\. (\S+)", task_part.split("\n")[1])
         assert [int(i) for i, _ in entries] == list(range(1, len(entries) + 1))
         counts = Counter(w for _, w in entries)
@@ -56,7 +59,7 @@ def check_references(name, sample):
         assert all(c == fu for w, c in counts.items() if w not in sample.references)
         assert len(sample.references) == 10
     elif name == "fwe":
-        ctx = text[text.index("coded words. ") + len("coded words. "):text.index("\nQuestion:")]
+        ctx = text[text.index("coded words. ") + len("coded words. ") : text.index("\nQuestion:")]
         counts = Counter(ctx.split(" "))
         ranked = [w for w, _ in sorted(counts.items(), key=lambda kv: -kv[1])]
         assert ranked[0] == "..."
@@ -128,7 +131,7 @@ def test_light_tokenizer_counts_like_transformers(bpe_tokenizer, bpe_tokenizer_d
 
 
 def test_cwe_extends_its_word_pool_when_wonderwords_run_out(bpe_tokenizer, monkeypatch):
-    import tasks.ruler.cwe as cwe
+    from tasks.ruler import cwe
 
     small = tuple(cwe.cwe_words()[:200])
     monkeypatch.setattr(cwe, "cwe_words", lambda: small)
@@ -153,4 +156,4 @@ def test_vectorised_values_match_the_reference_formats():
     assert all(len(x) == 7 and x[0] != "0" for x in nums) and len(set(nums)) > 1990
     adj, noun = set(adjectives()), set(nouns())
     for w in draw_values("words", g, 200):
-        assert any(w[:i] in adj and w[i + 1:] in noun for i in range(len(w)) if w[i] == "-")
+        assert any(w[:i] in adj and w[i + 1 :] in noun for i in range(len(w)) if w[i] == "-")

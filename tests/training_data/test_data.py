@@ -21,8 +21,11 @@ def test_anchor_is_bos_or_eos(bpe_tokenizer, byte_tokenizer):
 def test_jsonl_documents_no_bos_end_eos_with_tags(tmp_path, bpe_tokenizer):
     tok = bpe_tokenizer
     path = tmp_path / "d.jsonl"
-    rows = [{"text": "The sky is blue.", "domain": "Wikipedia"}, {"text": "   ", "domain": "C4"},
-            {"text": "Here we go.", "domain": "C4"}]
+    rows = [
+        {"text": "The sky is blue.", "domain": "Wikipedia"},
+        {"text": "   ", "domain": "C4"},
+        {"text": "Here we go.", "domain": "C4"},
+    ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     docs = list(load_documents(str(path), tok, domain_field="domain"))
     assert len(docs) == 2  # the blank text is skipped
@@ -105,4 +108,4 @@ def test_corpus_lengths_many_short_few_long_and_facts_recalled():
     for d in docs[:50]:
         head, tail = d["text"].split("\n")[0], d["text"].split("\n")[-1]
         facts = [s.strip() for s in head.split(".") if s.strip()]
-        assert all(f"Recall: the code for {f[len('The code for '):]}" in tail for f in facts)
+        assert all(f"Recall: the code for {f[len('The code for ') :]}" in tail for f in facts)

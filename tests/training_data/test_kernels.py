@@ -13,8 +13,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from training.attention import KERNELS, forward_kwargs, gather_logits, prepare_model
-from training.attention import dense, flex, sdpa_doc, varlen
+from training.attention import KERNELS, dense, flex, forward_kwargs, gather_logits, prepare_model, sdpa_doc, varlen
 from training.modes import MODES, build_batch
 from training.packing import pack
 
@@ -47,8 +46,12 @@ def _naive(q, k, v, doc_ids, mode, scale):
     out = torch.empty(B, H, L, D, dtype=torch.float64)
     for b in range(B):
         d = doc_ids[b].tolist()
-        allowed = torch.tensor([[kv <= qi and (mode == "full" or d[qi] == d[kv] or (mode == "anchor" and kv == 0))
-                                 for kv in range(L)] for qi in range(L)])
+        allowed = torch.tensor(
+            [
+                [kv <= qi and (mode == "full" or d[qi] == d[kv] or (mode == "anchor" and kv == 0)) for kv in range(L)]
+                for qi in range(L)
+            ]
+        )
         s = (q[b].double() @ k[b].transpose(-1, -2)) * scale
         s = s.masked_fill(~allowed, float("-inf"))
         out[b] = s.softmax(-1) @ v[b]
@@ -64,19 +67,32 @@ def test_attention_outputs_all_kernels(mode):
     batch = _batch(mode)
     B, L = batch.shape
     g = torch.Generator().manual_seed(1)
-    q, k, v = torch.randn(B, 4, L, 32, generator=g), torch.randn(B, 2, L, 32, generator=g), torch.randn(B, 2, L, 32, generator=g)
-    scale = 32 ** -0.5
+    q, k, v = (
+        torch.randn(B, 4, L, 32, generator=g),
+        torch.randn(B, 2, L, 32, generator=g),
+        torch.randn(B, 2, L, 32, generator=g),
+    )
+    scale = 32**-0.5
     ref = _naive(q, k, v, batch.doc_ids, mode, scale).float()
     outs = {
         "dense": dense.attention(_module(), q, k, v, dense.dense_mask(batch.doc_ids, mode), scaling=scale)[0],
-        "sdpa-doc": sdpa_doc.attention(_module(), q, k, v, None, scaling=scale, **{
-            k_: v_ for k_, v_ in sdpa_doc.forward_kwargs(batch).items() if k_ == "harness_segments"})[0],
+        "sdpa-doc": sdpa_doc.attention(
+            _module(),
+            q,
+            k,
+            v,
+            None,
+            scaling=scale,
+            **{k_: v_ for k_, v_ in sdpa_doc.forward_kwargs(batch).items() if k_ == "harness_segments"},
+        )[0],
         "flex": flex.attention(_module(), q, k, v, flex.block_mask(batch.doc_ids, mode), scaling=scale)[0],
     }
     # varlen layout: copy q/k/v into the expanded sequence, run it, read the window back
     ex = varlen.expand(batch)
-    flat = lambda t: t.transpose(1, 2).reshape(B * L, t.shape[1], 32)[ex.source].transpose(0, 1)[None]  # noqa: E731
-    o = varlen.emulated_attention(_module(), flat(q), flat(k), flat(v), None, scaling=scale, cu_seq_lens_q=ex.cu_seqlens)[0]
+    flat = lambda t: t.transpose(1, 2).reshape(B * L, t.shape[1], 32)[ex.source].transpose(0, 1)[None]
+    o = varlen.emulated_attention(
+        _module(), flat(q), flat(k), flat(v), None, scaling=scale, cu_seq_lens_q=ex.cu_seqlens
+    )[0]
     outs["varlen-cpu-emulation"] = o[0, ex.gather].reshape(B, L, 4, 32)
     for name, out in outs.items():
         torch.testing.assert_close(out, ref, atol=1e-5, rtol=0, msg=f"{name} in {mode}")
@@ -86,8 +102,17 @@ def _tiny_llama(seed=0):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-                      num_key_value_heads=1, max_position_embeddings=256, bos_token_id=A, eos_token_id=2)
+    cfg = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=256,
+        bos_token_id=A,
+        eos_token_id=2,
+    )
     return LlamaForCausalLM(cfg).eval()
 
 
@@ -111,8 +136,11 @@ def _reference_logits(model, batch):
                 idx = (docs == d).nonzero()[:, 0]
                 if batch.mode == "anchor" and d != 0:
                     idx = torch.cat([torch.tensor([0]), idx])
-                logits = model(input_ids=ids[idx][None], position_ids=pos[idx][None],
-                               attention_mask=torch.ones(1, len(idx), dtype=torch.long)).logits[0]
+                logits = model(
+                    input_ids=ids[idx][None],
+                    position_ids=pos[idx][None],
+                    attention_mask=torch.ones(1, len(idx), dtype=torch.long),
+                ).logits[0]
                 out[b, idx] = logits
     return out
 
@@ -140,8 +168,9 @@ def test_sdpa_doc_backward_matches_dense(mode):
             m.config.use_cache = False
         prepare_model(m, kernel)
         logits = gather_logits(m(**forward_kwargs(batch, kernel)).logits, batch, kernel)
-        loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, VOCAB), batch.labels[:, 1:].reshape(-1),
-                                                 ignore_index=-100, reduction="sum")
+        loss = torch.nn.functional.cross_entropy(
+            logits[:, :-1].reshape(-1, VOCAB), batch.labels[:, 1:].reshape(-1), ignore_index=-100, reduction="sum"
+        )
         loss.backward()
         grads[variant] = {n: p.grad.clone() for n, p in m.named_parameters()}
     for variant in ("sdpa-doc", "sdpa-doc+checkpointing"):
@@ -166,7 +195,10 @@ def test_kernel_guards(model):
     assert set(KERNELS) == {"dense", "sdpa-doc", "flex", "varlen"}
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="varlen_attn/flash-attn are CUDA-only; the anchor-copy layout is checked on CPU by the varlen-cpu-emulation cases")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="varlen_attn/flash-attn are CUDA-only; the anchor-copy layout is checked on CPU by the varlen-cpu-emulation cases",
+)
 def test_varlen_cuda_matches_dense():
     m = _tiny_llama().cuda()
     for mode in MODES:

@@ -81,7 +81,9 @@ def test_build_mixture_ratios_and_upsampling():
         assert "Mixture Ratio" in table and "Token Ratio" in table and "Up-sampled mixture" in table
         ratio_line = table.splitlines()[3]
         assert abs(sum(float(x.rstrip("%")) for x in ratio_line.split()[2:]) - 100) < 0.05
-    long_share = {w: sum(len(d.ids) for d in docs if len(d.ids) >= 1000) / sum(len(d.ids) for d in docs)
-                  for w, docs in mixes.items()}
+    long_share = {
+        w: sum(len(d.ids) for d in docs if len(d.ids) >= 1000) / sum(len(d.ids) for d in docs)
+        for w, docs in mixes.items()
+    }
     assert long_share[8.0] > long_share[1.0] + 0.05
     assert build_mixture(pool, MixtureConfig(total, seed=5))[0] == build_mixture(pool, MixtureConfig(total, seed=5))[0]

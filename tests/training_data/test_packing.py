@@ -77,8 +77,13 @@ def _reconstruct(windows):
 @pytest.mark.parametrize("tags", [False, True])
 def test_every_token_kept_in_order(interleave, tags):
     rng = random.Random(0)
-    docs = [Doc([rng.randrange(3, 500) for _ in range(int(rng.lognormvariate(3, 1.2)) + 1)] + [2],
-                [600, 601] if tags else None) for _ in range(200)]
+    docs = [
+        Doc(
+            [rng.randrange(3, 500) for _ in range(int(rng.lognormvariate(3, 1.2)) + 1)] + [2],
+            [600, 601] if tags else None,
+        )
+        for _ in range(200)
+    ]
     window = 64
     windows = list(pack(docs, window, A, interleave_chunks=interleave, seed=3, pad_id=P))
     assert all(len(w) == window and w.input_ids[0] == A and w.doc_ids[0] == 0 for w in windows)
@@ -141,8 +146,10 @@ def test_lookahead_fills_room_with_a_later_whole_document():
 
 def test_lookahead_keeps_every_token_and_splits_less():
     rng = random.Random(5)
-    docs = [Doc([1000 * i + j for j in range(int(rng.lognormvariate(3, 1.0)) + 1)], [7] if i % 2 else None)
-            for i in range(300)]
+    docs = [
+        Doc([1000 * i + j for j in range(int(rng.lognormvariate(3, 1.0)) + 1)], [7] if i % 2 else None)
+        for i in range(300)
+    ]
 
     def split_docs(windows):
         seen: dict[int, int] = {}

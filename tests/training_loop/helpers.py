@@ -15,12 +15,22 @@ def docs_pipeline(job, docs, anchor: int):
     from training.packing import pack
 
     def windows(epoch):
-        return pack((_Doc(ids, src) for ids, src in docs), job.data.window, anchor,
-                    interleave_chunks=job.data.interleave_chunks, seed=job.data.seed + epoch)
+        return pack(
+            (_Doc(ids, src) for ids, src in docs),
+            job.data.window,
+            anchor,
+            interleave_chunks=job.data.interleave_chunks,
+            seed=job.data.seed + epoch,
+        )
 
-    return Pipeline(windows=windows, build_batch=modes.build_batch, forward_kwargs=attention.forward_kwargs,
-                    gather_logits=attention.gather_logits, prepare_model=attention.prepare_model,
-                    data_info={"paths": ["<test docs>"], "num_docs": len(docs)})
+    return Pipeline(
+        windows=windows,
+        build_batch=modes.build_batch,
+        forward_kwargs=attention.forward_kwargs,
+        gather_logits=attention.gather_logits,
+        prepare_model=attention.prepare_model,
+        data_info={"paths": ["<test docs>"], "num_docs": len(docs)},
+    )
 
 
 def small_job(model_dir, out, **overrides):

@@ -22,8 +22,9 @@ STEPS = 2
 
 
 def _job(model_dir, out, batch_size, mode):
-    return small_job(model_dir, out, steps=STEPS, batch_size=batch_size, mode=mode, window=128,
-                     save_every=STEPS, keep_last=1)
+    return small_job(
+        model_dir, out, steps=STEPS, batch_size=batch_size, mode=mode, window=128, save_every=STEPS, keep_last=1
+    )
 
 
 def _record(store: dict, name: str):
@@ -33,6 +34,7 @@ def _record(store: dict, name: str):
             g = p.grad
             grads[n] = (g.full_tensor() if hasattr(g, "full_tensor") else g).detach().clone()
         store.setdefault(name, {})[step] = grads
+
     return hook
 
 
@@ -50,8 +52,9 @@ def _worker(rank, world, port, model_dir, docs, anchor, out_dir, mode):
         ctx = setup(rank, world, sp_size=sp, shard=shard)
         job = _job(model_dir, f"{out_dir}/{name}", batch, mode)
         grads = {}
-        summary = train(job, pipeline=docs_pipeline(job, docs, anchor), dist=ctx, progress=False,
-                        grad_hook=_record(grads, name))
+        summary = train(
+            job, pipeline=docs_pipeline(job, docs, anchor), dist=ctx, progress=False, grad_hook=_record(grads, name)
+        )
         results[name] = {"losses": summary["losses"], "grads": grads[name], "ckpts": summary["checkpoints"]}
     # Resume under FSDP: killed after step 1 (full state gathered at step 1), re-run to the end.
     ctx = setup(rank, world, sp_size=1, shard="fsdp")
@@ -80,7 +83,9 @@ def test_two_gloo_processes_match_one(mode, tiny_llama_dir, corpus_docs, bpe_tok
 
     docs = corpus_docs[:60]
     anchor = bpe_tokenizer.bos_token_id
-    mp.spawn(_worker, args=(2, _free_port(), str(tiny_llama_dir), docs, anchor, str(tmp_path), mode), nprocs=2, join=True)
+    mp.spawn(
+        _worker, args=(2, _free_port(), str(tiny_llama_dir), docs, anchor, str(tmp_path), mode), nprocs=2, join=True
+    )
     got = torch.load(tmp_path / "results.pt", weights_only=False)
 
     from training.loop import train

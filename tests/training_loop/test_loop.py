@@ -1,7 +1,7 @@
 """The training loop: loss definition, token-averaged accumulation, golden curve, resume, checkpoints.
 
-    OMP_NUM_THREADS=1 pytest tests/training_loop -q
-    HARNESS_UPDATE_GOLDEN=1 pytest tests/training_loop/test_loop.py -k golden   # rewrite the golden curve
+OMP_NUM_THREADS=1 pytest tests/training_loop -q
+HARNESS_UPDATE_GOLDEN=1 pytest tests/training_loop/test_loop.py -k golden   # rewrite the golden curve
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ def test_checkpoint_steps_last_k_every_s():
 
 
 def _first_windows(corpus_docs, anchor, window, n):
-    from .helpers import _Doc
     from training.packing import pack
+
+    from .helpers import _Doc
 
     it = pack((_Doc(ids, s) for ids, s in corpus_docs), window, anchor, seed=0)
     return [next(it) for _ in range(n)]
@@ -75,11 +76,15 @@ def test_first_step_loss_equals_dense_reference(mode, tiny_llama_dir, corpus_doc
     assert summary["losses"][0] == pytest.approx(ce.item(), rel=1e-5)
 
 
-def test_grad_accum_averages_over_tokens_not_micro_batches(tiny_llama_dir, corpus_docs, bpe_tokenizer, run_job, tmp_path):
+def test_grad_accum_averages_over_tokens_not_micro_batches(
+    tiny_llama_dir, corpus_docs, bpe_tokenizer, run_job, tmp_path
+):
     """batch 2 x accum 1 and batch 1 x accum 2 give the same loss and gradients (windows differ in loss tokens)."""
     # Window 1 holds one 127-token document, window 2 several short ones: different loss-token counts.
     longest = max(corpus_docs, key=lambda d: len(d[0]))
-    docs = [(longest[0][:126] + [bpe_tokenizer.eos_token_id], longest[1])] + sorted(corpus_docs, key=lambda d: len(d[0]))
+    docs = [(longest[0][:126] + [bpe_tokenizer.eos_token_id], longest[1])] + sorted(
+        corpus_docs, key=lambda d: len(d[0])
+    )
     counts = [sum(w.loss_mask) for w in _first_windows(docs, bpe_tokenizer.bos_token_id, 128, 2)]
     assert counts[0] != counts[1]  # else a per-micro-batch mean would pass too
     grads = {}
@@ -87,10 +92,15 @@ def test_grad_accum_averages_over_tokens_not_micro_batches(tiny_llama_dir, corpu
     def hook(name):
         def _h(step, model):
             grads[name] = {n: p.grad.clone() for n, p in model.named_parameters()}
+
         return _h
 
-    a = run_job(small_job(tiny_llama_dir, tmp_path / "a", steps=1, batch_size=2, grad_accum=1), docs, grad_hook=hook("a"))
-    b = run_job(small_job(tiny_llama_dir, tmp_path / "b", steps=1, batch_size=1, grad_accum=2), docs, grad_hook=hook("b"))
+    a = run_job(
+        small_job(tiny_llama_dir, tmp_path / "a", steps=1, batch_size=2, grad_accum=1), docs, grad_hook=hook("a")
+    )
+    b = run_job(
+        small_job(tiny_llama_dir, tmp_path / "b", steps=1, batch_size=1, grad_accum=2), docs, grad_hook=hook("b")
+    )
     assert a["losses"][0] == pytest.approx(b["losses"][0], rel=1e-6)
     for n in grads["a"]:
         assert (grads["a"][n] - grads["b"][n]).abs().max() <= 1e-6 * max(1.0, grads["a"][n].abs().max().item()), n
@@ -106,10 +116,17 @@ def test_golden_loss_curve(tiny_llama_dir, run_job, tmp_path):
     assert len(losses) == 20
     if os.environ.get("HARNESS_UPDATE_GOLDEN"):
         GOLDEN.parent.mkdir(parents=True, exist_ok=True)
-        GOLDEN.write_text(json.dumps({
-            "about": "loss per step: anchor mode, sdpa-doc, fp32, window 128, batch 2, lr 1e-3, seed 0, "
-                     "tiny Llama (harness.embedded, hidden 64, 2 layers), training.corpus 120 docs seed 0 max_words 1500",
-            "losses": losses}, indent=1) + "\n")
+        GOLDEN.write_text(
+            json.dumps(
+                {
+                    "about": "loss per step: anchor mode, sdpa-doc, fp32, window 128, batch 2, lr 1e-3, seed 0, "
+                    "tiny Llama (harness.embedded, hidden 64, 2 layers), training.corpus 120 docs seed 0 max_words 1500",
+                    "losses": losses,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
     golden = json.loads(GOLDEN.read_text())["losses"]
     assert len(golden) == len(losses) == 20
     for step, (got, want) in enumerate(zip(losses, golden), start=1):
@@ -154,15 +171,28 @@ def test_checkpoints_written_once_and_loadable(tiny_llama_dir, run_job, tmp_path
     real = checkpointing.save_checkpoint
     monkeypatch.setattr(checkpointing, "save_checkpoint", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
     run = tmp_path / "run"
-    run_job(small_job(tiny_llama_dir, run, steps=6, batch_size=1, grad_accum=2, save_every=2, keep_last=2,
-                      rope_theta=5e4))
+    run_job(
+        small_job(tiny_llama_dir, run, steps=6, batch_size=1, grad_accum=2, save_every=2, keep_last=2, rope_theta=5e4)
+    )
     assert calls == [4, 6]  # each written once, not once per micro-batch
     assert sorted(p.name for p in run.iterdir() if p.name.startswith("ckpt-")) == ["ckpt-4", "ckpt-6"]
     ckpts = select_checkpoints(f"{run}/ckpt-<1..10>")
     assert [c.step for c in ckpts] == [4, 6]
     meta = ckpts[-1].training
-    for key in ("schema_version", "mode", "window", "rope_theta", "step", "domain_tags", "interleave_chunks",
-                "attention_kernel", "seed", "data", "package_version", "git_hash"):
+    for key in (
+        "schema_version",
+        "mode",
+        "window",
+        "rope_theta",
+        "step",
+        "domain_tags",
+        "interleave_chunks",
+        "attention_kernel",
+        "seed",
+        "data",
+        "package_version",
+        "git_hash",
+    ):
         assert key in meta, key
     assert (meta["mode"], meta["window"], meta["rope_theta"], meta["step"]) == ("anchor", 128, 5e4, 6)
     config = AutoConfig.from_pretrained(run / "ckpt-6")
@@ -185,6 +215,7 @@ def test_warmup_bf16_and_grad_checkpointing(tiny_llama_dir, run_job, tmp_path):
         def _h(step, model):
             if step == 1:
                 grads[name] = {n: p.grad.clone() for n, p in model.named_parameters()}
+
         return _h
 
     run_job(small_job(tiny_llama_dir, tmp_path / "plain", steps=3, warmup=2), grad_hook=hook("plain"))

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.vllm
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
 
-from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings  # noqa: E402
+from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
 
 PROMPTS = ["The grass is green. " * k + "The special magic number is" for k in (1, 9, 40, 4, 17)]
 
@@ -50,8 +50,11 @@ def test_vllm_greedy_equals_transformers(runners):
 def test_vllm_loglikelihood_equals_transformers(runners):
     v, h = runners
     greedy = h.generate([GenerationRequest(PROMPTS[1], 4)])[0]
-    reqs = [LoglikelihoodRequest(PROMPTS[1], greedy), LoglikelihoodRequest(PROMPTS[3], " blue sky"),
-            LoglikelihoodRequest("", "hello world")]
+    reqs = [
+        LoglikelihoodRequest(PROMPTS[1], greedy),
+        LoglikelihoodRequest(PROMPTS[3], " blue sky"),
+        LoglikelihoodRequest("", "hello world"),
+    ]
     a, b = v.loglikelihood(reqs), h.loglikelihood(reqs)
     assert [g for _, g in a] == [g for _, g in b] and a[0][1] is True
     assert [x for x, _ in a] == pytest.approx([x for x, _ in b], abs=2e-3)
@@ -63,8 +66,29 @@ def test_same_scores_from_vllm_and_transformers_through_harness_eval(tiny_llama_
     records = {}
     for backend in ("vllm", "hf"):
         out = tmp_path / backend
-        assert main(["eval", "--ckpts", str(tiny_llama_dir), "--tasks", "niah_single_1,vt", "--lengths", "1k",
-                     "--samples", "3", "--backend", backend, "--dtype", "float32", "--out", str(out), "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "eval",
+                    "--ckpts",
+                    str(tiny_llama_dir),
+                    "--tasks",
+                    "niah_single_1,vt",
+                    "--lengths",
+                    "1k",
+                    "--samples",
+                    "3",
+                    "--backend",
+                    backend,
+                    "--dtype",
+                    "float32",
+                    "--out",
+                    str(out),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
         lines = (out / "samples.jsonl").read_text().splitlines()[1:]
         records[backend] = {(r["task"], r["index"]): (r["prediction"], r["score"]) for r in map(json.loads, lines)}
         assert json.loads(lines[0])["settings"]["backend"] == backend

@@ -37,8 +37,10 @@ def block_mask(doc_ids_BL, mode: str):
 
     if doc.device.type == "cpu" and L > MAX_DENSE_TOKENS:
         # uncompiled on CPU the mask is LxL booleans: refuse rather than allocate GBs
-        raise ValueError(f"the flex kernel on CPU builds an LxL mask and refuses windows above {MAX_DENSE_TOKENS} tokens "
-                         f"(got {L}): use --kernel sdpa-doc on CPU")
+        raise ValueError(
+            f"the flex kernel on CPU builds an LxL mask and refuses windows above {MAX_DENSE_TOKENS} tokens "
+            f"(got {L}): use --kernel sdpa-doc on CPU"
+        )
 
     def mask_mod(b, h, q, kv):
         return attention_allowed(doc[b, q], doc[b, kv], q, kv, mode)
@@ -55,9 +57,13 @@ def attention(module, query, key, value, attention_mask, scaling=None, dropout=0
     from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
     if not isinstance(attention_mask, BlockMask):
-        raise ValueError("the flex kernel needs its BlockMask: call the model with training.attention.forward_kwargs(batch, 'flex')")
+        raise ValueError(
+            "the flex kernel needs its BlockMask: call the model with training.attention.forward_kwargs(batch, 'flex')"
+        )
     if query.device.type == "cpu" and torch.is_grad_enabled() and query.requires_grad:
-        raise ValueError("FlexAttention has no backward on CPU: train with --kernel sdpa-doc on CPU (flex is inference-only there)")
+        raise ValueError(
+            "FlexAttention has no backward on CPU: train with --kernel sdpa-doc on CPU (flex is inference-only there)"
+        )
     L = query.shape[2]
     gqa = query.shape[1] != key.shape[1]
     if query.device.type == "cpu" and L <= EAGER_MAX_TOKENS:
@@ -70,5 +76,8 @@ def attention(module, query, key, value, attention_mask, scaling=None, dropout=0
 
 
 def forward_kwargs(batch) -> dict:
-    return {"input_ids": batch.input_ids, "position_ids": batch.position_ids,
-            "attention_mask": block_mask(batch.doc_ids, batch.mode)}
+    return {
+        "input_ids": batch.input_ids,
+        "position_ids": batch.position_ids,
+        "attention_mask": block_mask(batch.doc_ids, batch.mode),
+    }

@@ -21,11 +21,15 @@ def attention(module, query, key, value, attention_mask, scaling=None, dropout=0
     import torch.nn.functional as F
 
     if harness_segments is None:
-        raise ValueError("the sdpa-doc kernel needs its segment plan: call the model with training.attention.forward_kwargs(batch, 'sdpa-doc')")
+        raise ValueError(
+            "the sdpa-doc kernel needs its segment plan: call the model with training.attention.forward_kwargs(batch, 'sdpa-doc')"
+        )
     gqa = query.shape[1] != key.shape[1]
     p = dropout if module.training else 0.0
     rows = []
-    for b, (segs, drops, inv) in enumerate(zip(harness_segments.rows, harness_segments.drops, harness_segments.inverse)):
+    for b, (segs, drops, inv) in enumerate(
+        zip(harness_segments.rows, harness_segments.drops, harness_segments.inverse)
+    ):
         # One gather per row, then split into segment views: indexing once per segment makes each
         # index backward zero-fill a full [H, L, D] gradient per segment (~30% of an anchor step at 16K);
         # one gather does that once per tensor per row and the split views' gradients cat for free.
@@ -35,7 +39,13 @@ def attention(module, query, key, value, attention_mask, scaling=None, dropout=0
         outs = []
         for q_i, k_i, v_i, drop in zip(q_s, k_s, v_s, drops):
             o = F.scaled_dot_product_attention(
-                q_i[None], k_i[None], v_i[None], dropout_p=p, is_causal=True, scale=scaling, enable_gqa=gqa,
+                q_i[None],
+                k_i[None],
+                v_i[None],
+                dropout_p=p,
+                is_causal=True,
+                scale=scaling,
+                enable_gqa=gqa,
             )[0]
             outs.append(o[:, drop:] if drop else o)
         rows.append(torch.cat(outs, dim=1)[:, inv])
@@ -45,5 +55,8 @@ def attention(module, query, key, value, attention_mask, scaling=None, dropout=0
 def forward_kwargs(batch) -> dict:
     from training.attention.segments import plan
 
-    return {"input_ids": batch.input_ids, "position_ids": batch.position_ids,
-            "harness_segments": plan(batch.doc_ids, batch.mode, device=batch.input_ids.device)}
+    return {
+        "input_ids": batch.input_ids,
+        "position_ids": batch.position_ids,
+        "harness_segments": plan(batch.doc_ids, batch.mode, device=batch.input_ids.device),
+    }

@@ -43,11 +43,11 @@ def row_segments(doc_ids: list[int], mode: str) -> list[Segment]:
 class SegmentPlan:
     """Index tensors for running the segments of a batch on the window layout (sdpa-doc)."""
 
-    rows: list[list["torch.Tensor"]]
+    rows: list[list[torch.Tensor]]
     """Per row, per segment: window indices to gather (LongTensor)."""
     drops: list[list[int]]
     """Per row, per segment: 1 where the first output is an anchor copy to drop, else 0."""
-    inverse: list["torch.Tensor"]
+    inverse: list[torch.Tensor]
     """Per row: position in the concatenated kept outputs of each window index."""
 
 
@@ -71,4 +71,6 @@ def pairs_kept(doc_ids: list[int], mode: str) -> int:
     """(query, key) pairs the mode lets attend in one window: the attention work a kernel that skips
     masked pairs does (full causal keeps L(L+1)/2). Anchor copies after the first are not counted:
     they duplicate the one anchor row."""
-    return sum(len(s.indices) * (len(s.indices) + 1) // 2 - (0 if s.keep_first else 1) for s in row_segments(doc_ids, mode))
+    return sum(
+        len(s.indices) * (len(s.indices) + 1) // 2 - (0 if s.keep_first else 1) for s in row_segments(doc_ids, mode)
+    )

@@ -25,12 +25,12 @@ EMULATED_NAME = "harness_varlen_cpu_emulation"
 
 @dataclass
 class Expanded:
-    input_ids: "torch.Tensor"  # [1, T]
-    position_ids: "torch.Tensor"  # [1, T]
-    cu_seqlens: "torch.Tensor"  # [num_seqs + 1], int32
+    input_ids: torch.Tensor  # [1, T]
+    position_ids: torch.Tensor  # [1, T]
+    cu_seqlens: torch.Tensor  # [num_seqs + 1], int32
     max_seqlen: int
-    gather: "torch.Tensor"  # [B * L]: index in T of each window token
-    source: "torch.Tensor"  # [T]: flat window index (b * L + j) each expanded token copies
+    gather: torch.Tensor  # [B * L]: index in T of each window token
+    source: torch.Tensor  # [T]: flat window index (b * L + j) each expanded token copies
 
 
 def expand(batch) -> Expanded:
@@ -46,22 +46,42 @@ def expand(batch) -> Expanded:
             idx = torch.tensor(seg.indices)
             src.append(idx + b * L)
             kept = idx if seg.keep_first else idx[1:]
-            gather[kept + b * L] = torch.arange(offset, offset + len(idx))[(0 if seg.keep_first else 1):]
+            gather[kept + b * L] = torch.arange(offset, offset + len(idx))[(0 if seg.keep_first else 1) :]
             lens.append(len(idx))
             offset += len(idx)
     src_t = torch.cat(src).to(batch.input_ids.device)
     cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32, device=batch.input_ids.device)
-    return Expanded(batch.input_ids.reshape(-1)[src_t][None], batch.position_ids.reshape(-1)[src_t][None], cu,
-                    max(lens), gather.to(batch.input_ids.device), src_t)
+    return Expanded(
+        batch.input_ids.reshape(-1)[src_t][None],
+        batch.position_ids.reshape(-1)[src_t][None],
+        cu,
+        max(lens),
+        gather.to(batch.input_ids.device),
+        src_t,
+    )
 
 
 def _check_kwargs(cu_seq_lens_q):
     if cu_seq_lens_q is None:
-        raise ValueError("the varlen kernel needs sequence boundaries: call the model with training.attention.forward_kwargs(batch, 'varlen')")
+        raise ValueError(
+            "the varlen kernel needs sequence boundaries: call the model with training.attention.forward_kwargs(batch, 'varlen')"
+        )
 
 
-def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, cu_seq_lens_q=None,
-              cu_seq_lens_k=None, max_length_q=None, max_length_k=None, **kwargs):
+def attention(
+    module,
+    query,
+    key,
+    value,
+    attention_mask,
+    scaling=None,
+    dropout=0.0,
+    cu_seq_lens_q=None,
+    cu_seq_lens_k=None,
+    max_length_q=None,
+    max_length_k=None,
+    **kwargs,
+):
     """transformers attention function on [1,H,T,D] -> ([1,T,H,D], None)."""
     import torch
 
@@ -77,16 +97,37 @@ def attention(module, query, key, value, attention_mask, scaling=None, dropout=0
     except ImportError:
         from torch.nn.attention.varlen import varlen_attn
 
-        out = varlen_attn(q, k, v, cu_seq_lens_q, cu_seq_lens_k, max_length_q, max_length_k, scale=scaling,
-                          window_size=(-1, 0), enable_gqa=k.shape[1] != q.shape[1])  # (-1, 0) = causal
+        out = varlen_attn(
+            q,
+            k,
+            v,
+            cu_seq_lens_q,
+            cu_seq_lens_k,
+            max_length_q,
+            max_length_k,
+            scale=scaling,
+            window_size=(-1, 0),
+            enable_gqa=k.shape[1] != q.shape[1],
+        )  # (-1, 0) = causal
     else:
-        out = flash_attn_varlen_func(q, k, v, cu_seq_lens_q, cu_seq_lens_k, max_length_q, max_length_k,
-                                     dropout_p=dropout if module.training else 0.0, softmax_scale=scaling, causal=True)
+        out = flash_attn_varlen_func(
+            q,
+            k,
+            v,
+            cu_seq_lens_q,
+            cu_seq_lens_k,
+            max_length_q,
+            max_length_k,
+            dropout_p=dropout if module.training else 0.0,
+            softmax_scale=scaling,
+            causal=True,
+        )
     return out.to(dtype)[None], None
 
 
-def emulated_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, cu_seq_lens_q=None,
-                       **kwargs):
+def emulated_attention(
+    module, query, key, value, attention_mask, scaling=None, dropout=0.0, cu_seq_lens_q=None, **kwargs
+):
     """CPU stand-in for the varlen kernel: causal SDPA per sequence of the expanded layout."""
     import torch
     import torch.nn.functional as F
@@ -94,22 +135,36 @@ def emulated_attention(module, query, key, value, attention_mask, scaling=None, 
     _check_kwargs(cu_seq_lens_q)
     bounds = cu_seq_lens_q.tolist()
     outs = [
-        F.scaled_dot_product_attention(query[:, :, s:e], key[:, :, s:e], value[:, :, s:e], is_causal=True, scale=scaling,
-                                       enable_gqa=query.shape[1] != key.shape[1])
+        F.scaled_dot_product_attention(
+            query[:, :, s:e],
+            key[:, :, s:e],
+            value[:, :, s:e],
+            is_causal=True,
+            scale=scaling,
+            enable_gqa=query.shape[1] != key.shape[1],
+        )
         for s, e in zip(bounds[:-1], bounds[1:])
     ]
     return torch.cat(outs, dim=2).transpose(1, 2).contiguous(), None
 
 
 def cpu_message() -> str:
-    return ("the varlen kernel needs a CUDA GPU (torch.nn.attention.varlen.varlen_attn and flash-attn are CUDA-only): "
-            "on CPU use --kernel sdpa-doc for training or flex for inference")
+    return (
+        "the varlen kernel needs a CUDA GPU (torch.nn.attention.varlen.varlen_attn and flash-attn are CUDA-only): "
+        "on CPU use --kernel sdpa-doc for training or flex for inference"
+    )
 
 
 def forward_kwargs(batch) -> dict:
     ex = expand(batch)
-    return {"input_ids": ex.input_ids, "position_ids": ex.position_ids, "cu_seq_lens_q": ex.cu_seqlens,
-            "cu_seq_lens_k": ex.cu_seqlens, "max_length_q": ex.max_seqlen, "max_length_k": ex.max_seqlen}
+    return {
+        "input_ids": ex.input_ids,
+        "position_ids": ex.position_ids,
+        "cu_seq_lens_q": ex.cu_seqlens,
+        "cu_seq_lens_k": ex.cu_seqlens,
+        "max_length_q": ex.max_seqlen,
+        "max_length_k": ex.max_seqlen,
+    }
 
 
 def gather_logits(logits, batch):
