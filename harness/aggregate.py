@@ -375,10 +375,8 @@ def _merged(values: list) -> object:
 
 def _registry_length_controlled(names: list[str]) -> bool | None:
     """Whether any of these registered tasks is length-controlled; None when none is registered."""
-    try:
-        from tasks.registry import get_task
-    except ImportError:
-        return None
+    from tasks.registry import get_task
+
     flags = []
     for n in names:
         try:

@@ -576,12 +576,7 @@ def _report_suites(plan: Plan) -> dict:
     LongBench at its truncation budget, MMLU/HellaSwag at no length) is reported as one suite per
     family, so no average mixes RULER lengths with LongBench's budget."""
 
-    try:
-        from tasks.suites import suite_categories
-    except ImportError:  # the cross-family suites module is optional
-
-        def suite_categories(name):
-            return {}
+    from tasks.suites import suite_categories
 
     excluded = set(plan.cfg.exclude)
     by_family: dict[str, list[str]] = {}

@@ -100,18 +100,9 @@ def resolve_path(arg: str | Path) -> Path:
 
 
 def _read_json(path: Path) -> dict:
-    try:
-        from harness.aggregate import load_results  # the project's one typed reader, when present
-    except ImportError:
-        load_results = None
-    if load_results is not None:
-        return load_results(path)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(
-            f"{path} is not valid JSON ({exc}): re-create it with `harness eval` or `harness report`"
-        ) from None
+    from harness.aggregate import load_results  # the project's one typed reader
+
+    return load_results(path)
 
 
 def _is_stats(value) -> bool:

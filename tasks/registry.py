@@ -15,8 +15,8 @@ _TASKS: dict[str, type[Task]] = {}
 _SUITES: dict[str, list[str]] = {}
 _SUITE_HELP: dict[str, str] = {}
 
-# Family modules that register tasks/suites on import. Missing modules are skipped, so a family
-# can land in its own change.
+# Family modules that register tasks/suites on import. A module that fails to import is an error:
+# skipping it would silently drop a whole task family.
 _FAMILY_MODULES = ["tasks.ruler", "tasks.longbench", "tasks.icl", "tasks.short", "tasks.ppl", "tasks.suites"]
 _loaded = False
 
@@ -39,11 +39,7 @@ def _load_families() -> None:
         return
     _loaded = True
     for mod in _FAMILY_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:  # a family that exists but lacks a dependency is a real error
-                raise
+        importlib.import_module(mod)
 
 
 def all_tasks() -> dict[str, type[Task]]:

@@ -105,39 +105,21 @@ def _varlen(query, key, value, scaling):
     batch, _, length, _ = query.shape
     assert batch == 1, "the diagnostic runs one sequence at a time"
     cu = torch.tensor([0, length], dtype=torch.int32, device=query.device)
-    try:  # the training module's kernel (flash-attn when installed, else torch's varlen_attn)
-        from training.attention.varlen import attention as training_varlen
-    except ImportError:
-        training_varlen = None
-    if training_varlen is not None:
-        module = SimpleNamespace(training=False)
-        return training_varlen(
-            module,
-            query,
-            key,
-            value,
-            None,
-            scaling=scaling,
-            cu_seq_lens_q=cu,
-            cu_seq_lens_k=cu,
-            max_length_q=length,
-            max_length_k=length,
-        )
-    from torch.nn.attention.varlen import varlen_attn
+    # The training module's kernel (flash-attn when installed, else torch's varlen_attn).
+    from training.attention.varlen import attention as training_varlen
 
-    out = varlen_attn(
-        query[0].transpose(0, 1).contiguous(),
-        key[0].transpose(0, 1).contiguous(),
-        value[0].transpose(0, 1).contiguous(),
-        cu,
-        cu,
-        length,
-        length,
-        scale=scaling,
-        window_size=(-1, 0),
-        enable_gqa=query.shape[1] != key.shape[1],
+    return training_varlen(
+        SimpleNamespace(training=False),
+        query,
+        key,
+        value,
+        None,
+        scaling=scaling,
+        cu_seq_lens_q=cu,
+        cu_seq_lens_k=cu,
+        max_length_q=length,
+        max_length_k=length,
     )
-    return out.unsqueeze(0), None
 
 
 _KERNEL_FNS = {"eager": _eager, "sdpa": _sdpa, "varlen": _varlen}

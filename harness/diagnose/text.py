@@ -38,12 +38,8 @@ def _essay_text() -> str:
 
 
 def _corpus_docs():
-    try:
-        from training.corpus import generate_documents
-    except ImportError:
-        raise UserError(
-            "--text corpus needs the training corpus generator (training/corpus.py): use --text essays or --text FILE"
-        ) from None
+    from training.corpus import generate_documents
+
     return (d["text"] for d in generate_documents(_MAX_CORPUS_DOCS, seed=0))
 
 

@@ -42,6 +42,5 @@ def test_too_short_text_is_a_user_error(bpe_tokenizer, tmp_path):
 
 
 def test_training_corpus_source(bpe_tokenizer):
-    pytest.importorskip("training.corpus")
     samples = token_samples(bpe_tokenizer, "corpus", num_samples=2, length=200)
     assert [len(s) for s in samples] == [200, 200] and samples[0] != samples[1]

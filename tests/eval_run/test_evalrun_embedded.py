@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from harness.cli import main
-
-pytest.importorskip("tasks.ruler")
 
 
 def test_embedded_default_end_to_end(isolated_cwd, capsys):

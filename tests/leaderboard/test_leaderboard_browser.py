@@ -35,6 +35,8 @@ def _skip_reason():
 
 
 if _skip_reason():
+    if os.environ.get("CI") == "true":  # CI must not go green with the browser checks missing
+        pytest.fail(f"CI=true and the browser tests cannot run: {_skip_reason()}", pytrace=False)
     pytest.skip(_skip_reason(), allow_module_level=True)
 
 from selenium import webdriver
