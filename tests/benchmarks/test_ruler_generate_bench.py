@@ -17,6 +17,7 @@ ROW = re.compile(
 )
 
 
+@pytest.mark.slow
 def test_smallest_run_prints_a_checked_row_per_task():
     proc = subprocess.run(
         [

@@ -54,6 +54,7 @@ def demo_run(tmp_path_factory, reduced):
     return out, proc.stdout
 
 
+@pytest.mark.slow
 def test_demo_writes_checkpoints_results_and_leaderboard(demo_run):
     out, stdout = demo_run
     for mode in ("full", "anchor"):
@@ -78,6 +79,7 @@ def test_demo_writes_checkpoints_results_and_leaderboard(demo_run):
     assert f"from {DEFAULT_MODEL}" in stdout
 
 
+@pytest.mark.slow
 def test_demo_from_the_shipped_base_scores_above_zero(demo_run):
     out, _ = demo_run
     for name in ("base", "full", "anchor"):
@@ -94,6 +96,7 @@ def test_missing_shipped_base_names_the_fix(tmp_path, capsys, monkeypatch):
     assert "git checkout -- assets/demo-base" in err and "scripts/pretrain_demo_base.sh" in err
 
 
+@pytest.mark.slow
 def test_demo_rerun_resumes_without_new_work(demo_run, reduced):
     out, _ = demo_run
     before = {p: p.stat().st_mtime_ns for p in out.rglob("model.safetensors")}

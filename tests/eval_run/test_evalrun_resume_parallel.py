@@ -55,6 +55,7 @@ def _count_records(path: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_without_recomputing_or_losing(ckpt_series, tmp_path):
     samples, total = 6, 2 * 2 * 6
     killed = tmp_path / "killed"
@@ -89,6 +90,7 @@ def test_killed_run_resumes_without_recomputing_or_losing(ckpt_series, tmp_path)
     assert res_killed == res_clean
 
 
+@pytest.mark.slow
 def test_data_parallel_two_workers_equal_one(ckpt_series, tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     argv = [
