@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 ROW = re.compile(
     r"^(\w+)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+(\d+)/([\d.]+)/(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$"

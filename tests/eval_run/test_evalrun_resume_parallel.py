@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.cli import main
 
 HERE = Path(__file__).parent
