@@ -1,6 +1,6 @@
 """`--data-parallel N`: whole checkpoints evaluated by N worker processes at once.
 
-Checkpoints are independent, so each worker takes whole checkpoints (harness.evaluate.run_job)
+Checkpoints are independent, so each worker takes whole checkpoints (the `run` callable, harness.jobs.run_job)
 with its own engine on its own group of `tensor_parallel_size` GPUs (CUDA_VISIBLE_DEVICES set
 before the worker imports torch); all workers append to the same store, whose lock makes that
 safe (no sample lost or duplicated). On a CPU machine the workers split the cores instead.
@@ -13,6 +13,7 @@ store path must then be on a filesystem every node shares.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from harness.errors import MissingExtra, UserError
 
@@ -56,20 +57,18 @@ def _init_worker(slots, threads: int) -> None:
         os.environ["OMP_NUM_THREADS"] = str(threads)
 
 
-def _run_in_worker(job) -> int:
-    from harness.evaluate import run_job
-
+def _run_in_worker(run: Callable[..., int], job) -> int:
     try:
-        return run_job(job, position=_SLOT.get("position", 0))
+        return run(job, position=_SLOT.get("position", 0))
     except UserError as exc:
         # Subclasses with custom __init__ (MissingExtra) do not survive pickling back.
         raise UserError(str(exc)) from None
 
 
-def run_jobs_parallel(jobs: list, n: int, tp: int = 1, ray_address: str | None = None) -> int:
-    """Run CheckpointJobs on n local workers (or on a Ray cluster); returns records added."""
+def run_jobs_parallel(run: Callable[..., int], jobs: list, n: int, tp: int = 1, ray_address: str | None = None) -> int:
+    """`run(job, position=i)` for every job on n local workers (or on a Ray cluster); returns the sum."""
     if ray_address:
-        return _run_ray(jobs, tp, ray_address)
+        return _run_ray(run, jobs, tp, ray_address)
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
@@ -83,10 +82,10 @@ def run_jobs_parallel(jobs: list, n: int, tp: int = 1, ray_address: str | None =
     with ProcessPoolExecutor(
         max_workers=n, mp_context=ctx, initializer=_init_worker, initargs=(slots, threads)
     ) as pool:
-        return sum(f.result() for f in [pool.submit(_run_in_worker, job) for job in jobs])
+        return sum(f.result() for f in [pool.submit(_run_in_worker, run, job) for job in jobs])
 
 
-def _run_ray(jobs: list, tp: int, address: str) -> int:
+def _run_ray(run: Callable[..., int], jobs: list, tp: int, address: str) -> int:
     try:
         import ray
     except ImportError:
@@ -104,4 +103,4 @@ def _run_ray(jobs: list, tp: int, address: str) -> int:
     except ImportError:
         gpus = 0
     remote = ray.remote(num_gpus=gpus)(_run_in_worker)  # Ray sets CUDA_VISIBLE_DEVICES per task
-    return sum(ray.get([remote.remote(job) for job in jobs]))
+    return sum(ray.get([remote.remote(run, job) for job in jobs]))
