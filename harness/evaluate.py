@@ -13,8 +13,9 @@ Order of work, so every user mistake surfaces before any model is loaded:
   2. run: per checkpoint, the samples whose store key is absent go to the runner (vLLM gets them
      all at once; transformers one batch at a time) and each finished batch is scored and
      appended to the store, so a killed run loses at most the batch in flight and a re-run of the
-     same command recomputes nothing finished; `--data-parallel N` hands whole checkpoints to N
-     workers (harness/parallel.py);
+     same command recomputes nothing finished; `--data-parallel N` hands work units (whole
+     checkpoints, or sample ranges with --shard-samples) to N engines, local or on a Ray cluster
+     (harness/parallel.py);
   3. report: aggregate the store's records of this plan (harness.aggregate), write results.json,
      print the table.
 """
@@ -23,11 +24,13 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.errors import TaskUnavailable, UserError
-from harness.runners.base import GenerationRequest, RunnerSettings
+from harness.jobs import CheckpointJob, JobEngine, RunnerWork, WorkItem, run_job, split_job
+from harness.jobs import sample_key as _record_key
+from harness.runners.base import RunnerSettings
 from tasks.lengths import format_length
 
 DEFAULT_SAMPLES = 500  # RULER's num_samples: the default per length-controlled task and length
@@ -63,49 +66,14 @@ class EvalConfig:
     tensor_parallel_size: int = 1
     data_parallel: int = 1
     ray_address: str | None = None
+    shard_samples: bool = False  # split each (checkpoint, task, length) into sample ranges across engines
+    device_map: str | None = None  # hf backend: "auto" spreads one model over the worker's visible GPUs
     name: str | None = None
     out: str | None = None
     threshold: float | None = None
     chat_template: bool = False
     cache_dir: str | None = None
     progress: bool = True
-
-
-@dataclass
-class WorkItem:
-    """One sample to run for one checkpoint (picklable: workers receive these)."""
-
-    task: object  # tasks.base.Task
-    sample: object  # tasks.base.Sample
-    prompt: str
-    num_tokens: int
-
-
-@dataclass
-class RunnerWork:
-    """A (task, length) of a non-"generate" task: the task drives the runner itself."""
-
-    task: object
-    length: int
-    indices: list[int]
-
-
-@dataclass
-class CheckpointJob:
-    """All pending work of one checkpoint; a data-parallel worker takes whole jobs."""
-
-    ckpt: object  # harness.checkpoints.Checkpoint
-    items: list[WorkItem]
-    runner_work: list[RunnerWork]
-    settings: RunnerSettings
-    record_base: dict  # run, suite, seed, settings: shared fields of every record
-    store_path: str
-    seed: int
-    progress: bool = True
-
-    @property
-    def size(self) -> int:
-        return len(self.items) + sum(len(w.indices) for w in self.runner_work)
 
 
 @dataclass
@@ -174,21 +142,6 @@ def _chat_prompt(tokenizer, sample) -> str:
     return text + sample.answer_prefix
 
 
-def _record_key(ckpt, task, length: int, index: int, seed: int) -> tuple:
-    from harness.store import ResultStore
-
-    return ResultStore.key(
-        {
-            "checkpoint": {"fingerprint": ckpt.fingerprint},
-            "task": task.name,
-            "task_version": task.version,
-            "length": length,
-            "index": index,
-            "seed": seed,
-        }
-    )
-
-
 def _resolve_tasks(cfg: EvalConfig):
     from tasks.registry import all_suites, get_task, resolve_tasks
 
@@ -211,21 +164,138 @@ def _resolve_tasks(cfg: EvalConfig):
     return label, full, tasks, unavailable
 
 
-def plan_eval(cfg: EvalConfig) -> Plan:
-    """Everything up to the first model load; raises UserError on any bad input."""
-    from harness.checkpoints import check_same_tokenizer, run_name_default, select_checkpoints
-    from harness.runners.common import check_tokenizer_present, context_length, prompt_ids
-    from harness.store import ResultStore
-    from tasks.generate import generate_samples
-    from tasks.lengths import parse_lengths
-    from tasks.tokenization import load_tokenizer, tokenizer_fingerprint
+_FIX = "drop that length from --lengths, or run past the trained length with --max-model-len and --rope-scaling/--rope-theta"
 
+
+@dataclass
+class SamplePlan:
+    """Every sample of the plan, checkpoint-independent (sample planning's result)."""
+
+    gen_items: list[tuple]  # (task, length, sample, prompt, num_tokens) of "generate" tasks
+    runner_work: list[RunnerWork]  # (task, length, indices) of tasks that drive the runner
+    groups: list[tuple]  # (task, length, indices): every planned (task, length)
+    dataset_hashes: dict[str, str]
+    unavailable_lengths: dict[str, dict[str, str]]  # task -> {length: reason}
+
+
+def _check_numbers(cfg: EvalConfig) -> None:
     if cfg.samples is not None and cfg.samples < 1:
         raise UserError(f"--samples {cfg.samples}: pass a positive number of samples")
     if cfg.batch_size < 1:
         raise UserError(f"--batch-size {cfg.batch_size}: pass a positive batch size")
     if cfg.data_parallel < 1 or cfg.tensor_parallel_size < 1:
         raise UserError("--data-parallel and --tensor-parallel-size must be positive")
+    if cfg.device_map is not None and cfg.backend != "hf":
+        raise UserError("--device-map is for --backend hf: vLLM spreads a model with --tensor-parallel-size")
+
+
+def _check_lengths(cfg: EvalConfig, lengths: list[int], tasks: list, min_ctx: int, tightest) -> int:
+    """Every requested length fits the tightest context; returns LongBench's truncation budget."""
+    for L in lengths:
+        if L > min_ctx and any(t.length_controlled for t in tasks):
+            raise UserError(
+                f"length {format_length(L)} ({L} tokens) is beyond the context of {tightest.path} ({min_ctx} tokens): {_FIX}"
+            )
+    if cfg.max_length is not None and cfg.max_length > min_ctx:
+        raise UserError(
+            f"--max-length {cfg.max_length} is beyond the context of {tightest.path} ({min_ctx} tokens): {_FIX}"
+        )
+    truncation_budget = cfg.max_length or min_ctx
+    for task in tasks:
+        if not task.length_controlled and task.kind == "generate" and task.max_new_tokens >= truncation_budget:
+            # the prompt cap (budget - max_new_tokens) would be <= 0, which middle_truncate reads as "no truncation"
+            raise UserError(
+                f"--max-length {truncation_budget} leaves no prompt for {task.name}, which generates up to "
+                f"{task.max_new_tokens} tokens: pass a --max-length above {task.max_new_tokens} (it is prompt + generation)"
+            )
+    return truncation_budget
+
+
+def _plan_samples(
+    cfg: EvalConfig, tasks: list, lengths: list[int], truncation_budget: int, tokenizer, min_ctx: int, tightest
+) -> SamplePlan:
+    """Build (or read from the cache) every sample and check that each fits the tightest context."""
+    from tqdm import tqdm
+
+    from harness.runners.common import prompt_ids
+    from tasks.generate import generate_samples
+
+    plan = SamplePlan([], [], [], {}, {})
+    cache = False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
+    bar = tqdm(total=len(tasks) * len(lengths), desc="samples", unit="set", disable=not cfg.progress, file=sys.stderr)
+    for task in tasks:
+        plan.dataset_hashes[task.name] = task.dataset_hash()
+        for L in _task_lengths(task, lengths, truncation_budget):
+            try:
+                n = _num_samples(task, L, cfg.samples, tokenizer)
+            except TaskUnavailable as exc:  # e.g. ppl: no document reaches this length
+                plan.unavailable_lengths.setdefault(task.name, {})[str(L)] = str(exc)
+                bar.update(1)
+                continue
+            indices = list(range(n))
+            plan.groups.append((task, L, indices))
+            if task.kind != "generate":
+                plan.runner_work.append(RunnerWork(task, L, indices))
+                bar.update(1)
+                continue
+            for s in generate_samples(task, L, indices, tokenizer, seed=cfg.seed, cache_dir=cache):
+                if cfg.chat_template:
+                    prompt = _chat_prompt(tokenizer, s)
+                    num = len(prompt_ids(tokenizer, prompt))
+                else:
+                    prompt, num = s.prompt, s.num_tokens
+                if num + s.max_new_tokens > min_ctx:
+                    raise UserError(
+                        f"{task.name} at length {format_length(L)}: sample {s.index} needs {num} prompt tokens + "
+                        f"{s.max_new_tokens} to generate > context {min_ctx} of {tightest.path}: {_FIX}"
+                    )
+                plan.gen_items.append((task, L, s, prompt, num))
+            bar.update(1)
+    bar.close()
+    return plan
+
+
+def _build_jobs(
+    cfg: EvalConfig,
+    ckpts: list,
+    samples: SamplePlan,
+    done: set[tuple],
+    settings: RunnerSettings,
+    record_base: dict,
+    contexts: dict[str, int],
+    store_path: str,
+) -> list[CheckpointJob]:
+    """One job per checkpoint with work left: the samples whose store key is not in `done`."""
+    jobs = []
+    for c in ckpts:
+        items = [
+            WorkItem(t, s, p, n)
+            for t, L, s, p, n in samples.gen_items
+            if _record_key(c, t, L, s.index, cfg.seed) not in done
+        ]
+        rw = []
+        for w in samples.runner_work:
+            todo = [i for i in w.indices if _record_key(c, w.task, w.length, i, cfg.seed) not in done]
+            if todo:
+                rw.append(RunnerWork(w.task, w.length, todo))
+        if items or rw:
+            base = {
+                **record_base,
+                "settings": {**record_base["settings"], "max_model_len": contexts[c.fingerprint]},
+            }
+            jobs.append(CheckpointJob(c, items, rw, settings, base, store_path, cfg.seed, cfg.progress))
+    return jobs
+
+
+def plan_eval(cfg: EvalConfig) -> Plan:
+    """Everything up to the first model load; raises UserError on any bad input."""
+    from harness.checkpoints import check_same_tokenizer, run_name_default, select_checkpoints
+    from harness.runners.common import check_tokenizer_present, context_length
+    from harness.store import ResultStore
+    from tasks.lengths import parse_lengths
+    from tasks.tokenization import load_tokenizer, tokenizer_fingerprint
+
+    _check_numbers(cfg)
     lengths = parse_lengths(cfg.lengths)
     ckpts = select_checkpoints(cfg.ckpts, cfg.last)
     check_same_tokenizer(ckpts)
@@ -242,12 +312,19 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     contexts = {c.fingerprint: context_length(c.path, cfg.max_model_len) for c in ckpts}
     min_ctx = min(contexts.values())
     tightest = next(c for c in ckpts if contexts[c.fingerprint] == min_ctx)
-    fix = "drop that length from --lengths, or run past the trained length with --max-model-len and --rope-scaling/--rope-theta"
-    for L in lengths:
-        if L > min_ctx and any(t.length_controlled for t in tasks):
-            raise UserError(
-                f"length {format_length(L)} ({L} tokens) is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}"
-            )
+    truncation_budget = _check_lengths(cfg, lengths, tasks, min_ctx, tightest)
+    samples = _plan_samples(cfg, tasks, lengths, truncation_budget, tokenizer, min_ctx, tightest)
+    # A task unavailable at every one of its lengths is unavailable (listed with the reason at its
+    # shortest length); one unavailable at some lengths runs at the others and says why not there.
+    unavailable_lengths = samples.unavailable_lengths
+    for name_, by_len in list(unavailable_lengths.items()):
+        task = next(t for t in tasks if t.name == name_)
+        if len(by_len) == len(_task_lengths(task, lengths, truncation_budget)):
+            unavailable[name_] = by_len[min(by_len, key=int)]
+            del unavailable_lengths[name_]
+            tasks = [t for t in tasks if t.name != name_]
+    if not tasks:
+        raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
 
     settings = RunnerSettings(
         backend=cfg.backend,
@@ -258,69 +335,8 @@ def plan_eval(cfg: EvalConfig) -> Plan:
         rope_scaling=cfg.rope_scaling,
         tensor_parallel_size=cfg.tensor_parallel_size,
         chat_template=cfg.chat_template,
+        extra={"device_map": cfg.device_map} if cfg.device_map else {},
     )
-    gen_items: list[tuple] = []  # (task, length, sample, prompt, num_tokens)
-    runner_work: list[RunnerWork] = []
-    planned: set[tuple] = set()
-    hashes: dict[str, str] = {}
-    from tqdm import tqdm
-
-    if cfg.max_length is not None and cfg.max_length > min_ctx:
-        raise UserError(
-            f"--max-length {cfg.max_length} is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}"
-        )
-    truncation_budget = cfg.max_length or min_ctx
-    for task in tasks:
-        if not task.length_controlled and task.kind == "generate" and task.max_new_tokens >= truncation_budget:
-            # the prompt cap (budget - max_new_tokens) would be <= 0, which middle_truncate reads as "no truncation"
-            raise UserError(
-                f"--max-length {truncation_budget} leaves no prompt for {task.name}, which generates up to "
-                f"{task.max_new_tokens} tokens: pass a --max-length above {task.max_new_tokens} (it is prompt + generation)"
-            )
-    unavailable_lengths: dict[str, dict[str, str]] = {}
-    bar = tqdm(total=len(tasks) * len(lengths), desc="samples", unit="set", disable=not cfg.progress, file=sys.stderr)
-    for task in tasks:
-        task_lengths = _task_lengths(task, lengths, truncation_budget)
-        hashes[task.name] = task.dataset_hash()
-        for L in task_lengths:
-            try:
-                n = _num_samples(task, L, cfg.samples, tokenizer)
-            except TaskUnavailable as exc:  # e.g. ppl: no document reaches this length
-                unavailable_lengths.setdefault(task.name, {})[str(L)] = str(exc)
-                bar.update(1)
-                continue
-            indices = list(range(n))
-            planned.update(_record_key(c, task, L, i, cfg.seed) for c in ckpts for i in indices)
-            if task.kind != "generate":
-                runner_work.append(RunnerWork(task, L, indices))
-                bar.update(1)
-                continue
-            cache = False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
-            for s in generate_samples(task, L, indices, tokenizer, seed=cfg.seed, cache_dir=cache):
-                if cfg.chat_template:
-                    prompt = _chat_prompt(tokenizer, s)
-                    num = len(prompt_ids(tokenizer, prompt))
-                else:
-                    prompt, num = s.prompt, s.num_tokens
-                if num + s.max_new_tokens > min_ctx:
-                    raise UserError(
-                        f"{task.name} at length {format_length(L)}: sample {s.index} needs {num} prompt tokens + "
-                        f"{s.max_new_tokens} to generate > context {min_ctx} of {tightest.path}: {fix}"
-                    )
-                gen_items.append((task, L, s, prompt, num))
-            bar.update(1)
-    bar.close()
-    # A task unavailable at every one of its lengths is unavailable (listed with the reason at its
-    # shortest length); one unavailable at some lengths runs at the others and says why not there.
-    for name, by_len in list(unavailable_lengths.items()):
-        task = next(t for t in tasks if t.name == name)
-        if len(by_len) == len(_task_lengths(task, lengths, truncation_budget)):
-            unavailable[name] = by_len[min(by_len, key=int)]
-            del unavailable_lengths[name]
-            tasks = [t for t in tasks if t.name != name]
-    if not tasks:
-        raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
-
     record_settings = {
         "backend": cfg.backend,
         "dtype": cfg.dtype,
@@ -332,25 +348,10 @@ def plan_eval(cfg: EvalConfig) -> Plan:
         "truncation": "none",
         "tokenizer": tok_fp,
     }
+    record_base = {"run": name, "suite": label, "seed": cfg.seed, "settings": record_settings}
+    jobs = _build_jobs(cfg, ckpts, samples, done, settings, record_base, contexts, str(store.path))
+    planned = {_record_key(c, t, L, i, cfg.seed) for t, L, indices in samples.groups for c in ckpts for i in indices}
     plan_lengths = sorted({L for t in tasks for L in _task_lengths(t, lengths, truncation_budget)})
-    jobs = []
-    for c in ckpts:
-        items = [
-            WorkItem(t, s, p, n) for t, L, s, p, n in gen_items if _record_key(c, t, L, s.index, cfg.seed) not in done
-        ]
-        rw = []
-        for w in runner_work:
-            todo = [i for i in w.indices if _record_key(c, w.task, w.length, i, cfg.seed) not in done]
-            if todo:
-                rw.append(RunnerWork(w.task, w.length, todo))
-        if items or rw:
-            base = {
-                "run": name,
-                "suite": label,
-                "seed": cfg.seed,
-                "settings": {**record_settings, "max_model_len": contexts[c.fingerprint]},
-            }
-            jobs.append(CheckpointJob(c, items, rw, settings, base, str(store.path), cfg.seed, cfg.progress))
     return Plan(
         cfg,
         ckpts,
@@ -364,133 +365,12 @@ def plan_eval(cfg: EvalConfig) -> Plan:
         tok_fp,
         jobs,
         planned,
-        hashes,
+        samples.dataset_hashes,
         contexts,
         plan_lengths,
         truncation_budget,
         unavailable_lengths,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# 2. run
-# --------------------------------------------------------------------------------------------
-def _record(
-    job: CheckpointJob,
-    task,
-    length: int,
-    index: int,
-    prediction: str,
-    score: float,
-    num_tokens: int | None,
-    dataset_hash: str,
-    metadata: dict,
-) -> dict:
-    assert 0.0 <= score <= 1.0, f"{task.name} scored {score}, outside [0, 1]"
-    settings = job.record_base["settings"]
-    if isinstance(metadata.get("truncation"), dict):  # LongBench: the one recorded exception to "never truncate"
-        settings = {**settings, "truncation": metadata["truncation"].get("rule", "middle")}
-    return {
-        "type": "sample",
-        "run": job.record_base["run"],
-        "checkpoint": job.ckpt.ref(),
-        "suite": job.record_base["suite"],
-        "task": task.name,
-        "task_version": task.version,
-        "length": length,
-        "index": index,
-        "seed": job.seed,
-        "dataset_hash": dataset_hash,
-        "prediction": prediction,
-        "score": float(score),
-        "metric": task.metric,
-        "num_tokens": num_tokens,
-        "settings": settings,
-        "metadata": metadata,
-    }
-
-
-def run_job(job: CheckpointJob, position: int = 0) -> int:
-    """Evaluate one checkpoint's pending work, appending each finished batch; returns records added."""
-    from tqdm import tqdm
-
-    from harness.runners.registry import get_runner
-    from harness.store import ResultStore
-
-    store = ResultStore(job.store_path)
-    done = store.done_keys()  # another worker or an earlier run may have finished some since planning
-    items = [
-        it
-        for it in job.items
-        if _record_key(job.ckpt, it.task, it.sample.length, it.sample.index, job.seed) not in done
-    ]
-    if not items and not job.runner_work:
-        return 0
-    label = f"ckpt {job.ckpt.step}" if job.ckpt.step is not None else Path(job.ckpt.path).name
-    runner = get_runner(job.settings.backend, job.ckpt.path, job.settings)
-    added = 0
-    try:
-        bar = tqdm(
-            total=len(items) + sum(len(w.indices) for w in job.runner_work),
-            desc=label,
-            unit="sample",
-            position=position,
-            leave=True,
-            disable=not job.progress,
-            file=sys.stderr,
-        )
-        # Longest prompts first within each max_new_tokens group: an out-of-memory shows at once,
-        # and each batch holds similar lengths (little padding).
-        items.sort(key=lambda it: (it.sample.max_new_tokens, -it.num_tokens))
-        chunk = len(items) if getattr(runner, "submit_all", False) else job.settings.batch_size
-        for start in range(0, len(items), max(1, chunk)):
-            part = items[start : start + chunk]
-            preds = runner.generate(
-                [
-                    GenerationRequest(it.prompt, it.sample.max_new_tokens, tuple(it.sample.metadata.get("stop", ())))
-                    for it in part
-                ]
-            )
-            records = [
-                _record(
-                    job,
-                    it.task,
-                    it.sample.length,
-                    it.sample.index,
-                    pred,
-                    it.task.score(pred, it.sample),
-                    it.num_tokens,
-                    it.sample.dataset_hash,
-                    {**it.sample.metadata, "references": list(it.sample.references)},
-                )
-                for it, pred in zip(part, preds)
-            ]
-            added += store.append(records)
-            bar.update(len(part))
-        for w in job.runner_work:
-            out = w.task.evaluate_with_runner(
-                runner, w.length, w.indices, job.seed, runner.tokenizer, progress=job.progress
-            )
-            records = [
-                _record(
-                    job,
-                    w.task,
-                    w.length,
-                    r["index"],
-                    r["prediction"],
-                    r["score"],
-                    r.get("num_tokens"),
-                    w.task.dataset_hash(),
-                    r.get("metadata") or {},
-                )
-                for r in out
-            ]
-            added += store.append(records)
-            bar.update(len(w.indices))
-        bar.close()
-    finally:
-        runner.close()
-    return added
 
 
 # --------------------------------------------------------------------------------------------
@@ -531,6 +411,8 @@ def build_results(plan: Plan) -> dict:
         "lm_eval_version": _lm_eval_version() if "short" in families else None,
         "tensor_parallel_size": cfg.tensor_parallel_size,
         "data_parallel": cfg.data_parallel,
+        "shard_samples": cfg.shard_samples,
+        "device_map": cfg.device_map,
         "samples": cfg.samples,
         "checkpoint_steps": [c.step for c in plan.ckpts],
     }
@@ -621,13 +503,41 @@ def _report_suites(plan: Plan) -> dict:
     return suites
 
 
+def work_units(jobs: list[CheckpointJob], engines: int, shard: bool) -> list[CheckpointJob]:
+    """The units a data-parallel run hands out: whole checkpoints, or, with --shard-samples or when
+    there are fewer checkpoints than engines, sample ranges of each (checkpoint, task, length) so
+    that several engines share one checkpoint. Units show no bar of their own (the run shows one)."""
+    if shard or len(jobs) < engines:
+        parts = engines if shard else -(-engines // len(jobs))
+        units = [u for job in jobs for u in split_job(job, parts)]
+    else:
+        units = list(jobs)
+    return [replace(u, progress=False) for u in units]
+
+
 def execute(plan: Plan) -> None:
+    cfg = plan.cfg
     if not plan.jobs:
         return
-    if plan.cfg.data_parallel > 1 or plan.cfg.ray_address:
-        from harness.parallel import run_jobs_parallel
+    if cfg.data_parallel > 1 or cfg.ray_address:
+        from harness.parallel import run_units
 
-        run_jobs_parallel(plan.jobs, plan.cfg.data_parallel, plan.cfg.tensor_parallel_size, plan.cfg.ray_address)
+        units = work_units(plan.jobs, cfg.data_parallel, cfg.shard_samples)
+        stats = run_units(
+            JobEngine,
+            units,
+            cfg.data_parallel,
+            cfg.tensor_parallel_size,
+            cfg.ray_address,
+            store_dir=plan.out,
+            progress=cfg.progress,
+        )
+        retried = f", {stats.retried} sent again after a lost worker" if stats.retried else ""
+        print(
+            f"model loads: {stats.loads} ({stats.engines} engines, {len(plan.jobs)} checkpoints, "
+            f"{stats.units} work units{retried})",
+            file=sys.stderr,
+        )
     else:
         for job in plan.jobs:
             run_job(job)

@@ -71,7 +71,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--data-parallel", type=int, default=1, metavar="N", help="evaluate N checkpoints at once (one engine each)"
     )
     g.add_argument(
-        "--ray-address", metavar="ADDR", help="spread --data-parallel workers over a Ray cluster (needs ray)"
+        "--ray-address",
+        metavar="ADDR",
+        help="spread --data-parallel workers over a Ray cluster (needs ray): auto, HOST:6379, or local (start one here)",
+    )
+    g.add_argument(
+        "--shard-samples",
+        action="store_true",
+        help="split each checkpoint x task x length into sample ranges so engines share a checkpoint "
+        "(automatic when fewer checkpoints than --data-parallel)",
+    )
+    g.add_argument(
+        "--device-map",
+        choices=["auto"],
+        help="hf backend: spread one model over the worker's GPUs (--tensor-parallel-size of them per worker)",
     )
     g.add_argument(
         "--chat-template",
@@ -145,6 +158,8 @@ def config_from_args(args: argparse.Namespace):
         tensor_parallel_size=args.tensor_parallel_size,
         data_parallel=args.data_parallel,
         ray_address=args.ray_address,
+        shard_samples=args.shard_samples,
+        device_map=args.device_map,
         name=args.name or ("embedded" if args.embedded and not args.ckpts else None),
         out=args.out,
         threshold=args.threshold,

@@ -70,9 +70,12 @@ class HFRunner:
 
         hf_logging.disable_progress_bar()  # the eval loop shows its own bar per checkpoint
         try:
+            device_map = settings.extra.get("device_map")  # "auto": the layers spread over the visible GPUs
             self.model = AutoModelForCausalLM.from_pretrained(
-                model_path, config=config, dtype=dtype, attn_implementation="sdpa"
-            ).to(self.device)
+                model_path, config=config, dtype=dtype, attn_implementation="sdpa", device_map=device_map
+            )
+            if device_map is None:
+                self.model = self.model.to(self.device)
         finally:
             hf_logging.enable_progress_bar()
         self.model.eval()

@@ -1,0 +1,285 @@
+"""Units of evaluation work and the function that runs one: what a worker (local or Ray) receives.
+
+    from harness.jobs import run_job
+    added = run_job(job)    # load the checkpoint, generate + score the pending samples, append to the store
+
+harness.evaluate builds the jobs (plan_eval) and hands `run_job` to harness.parallel, which
+therefore needs nothing from harness.evaluate. Everything here is picklable: workers in other
+processes or on other Ray nodes receive these objects.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from harness.runners.base import GenerationRequest, RunnerSettings
+
+
+@dataclass
+class WorkItem:
+    """One sample to run for one checkpoint (picklable: workers receive these)."""
+
+    task: object  # tasks.base.Task
+    sample: object  # tasks.base.Sample
+    prompt: str
+    num_tokens: int
+
+
+@dataclass
+class RunnerWork:
+    """A (task, length) of a non-"generate" task: the task drives the runner itself."""
+
+    task: object
+    length: int
+    indices: list[int]
+
+
+@dataclass
+class CheckpointJob:
+    """All pending work of one checkpoint; a data-parallel worker takes whole jobs."""
+
+    ckpt: object  # harness.checkpoints.Checkpoint
+    items: list[WorkItem]
+    runner_work: list[RunnerWork]
+    settings: RunnerSettings
+    record_base: dict  # run, suite, seed, settings: shared fields of every record
+    store_path: str
+    seed: int
+    progress: bool = True
+
+    @property
+    def affinity(self) -> str:
+        """The model this unit needs: units with the same affinity share a loaded engine."""
+        return str(self.ckpt.path)
+
+    @property
+    def size(self) -> int:
+        return len(self.items) + sum(len(w.indices) for w in self.runner_work)
+
+
+def sample_key(ckpt, task, length: int, index: int, seed: int) -> tuple:
+    """The store key of one sample of one checkpoint (harness.store.record_key of its record)."""
+    from harness.store import ResultStore
+
+    return ResultStore.key(
+        {
+            "checkpoint": {"fingerprint": ckpt.fingerprint},
+            "task": task.name,
+            "task_version": task.version,
+            "length": length,
+            "index": index,
+            "seed": seed,
+        }
+    )
+
+
+def _record(
+    job: CheckpointJob,
+    task,
+    length: int,
+    index: int,
+    prediction: str,
+    score: float,
+    num_tokens: int | None,
+    dataset_hash: str,
+    metadata: dict,
+) -> dict:
+    assert 0.0 <= score <= 1.0, f"{task.name} scored {score}, outside [0, 1]"
+    settings = job.record_base["settings"]
+    if isinstance(metadata.get("truncation"), dict):  # LongBench: the one recorded exception to "never truncate"
+        settings = {**settings, "truncation": metadata["truncation"].get("rule", "middle")}
+    return {
+        "type": "sample",
+        "run": job.record_base["run"],
+        "checkpoint": job.ckpt.ref(),
+        "suite": job.record_base["suite"],
+        "task": task.name,
+        "task_version": task.version,
+        "length": length,
+        "index": index,
+        "seed": job.seed,
+        "dataset_hash": dataset_hash,
+        "prediction": prediction,
+        "score": float(score),
+        "metric": task.metric,
+        "num_tokens": num_tokens,
+        "settings": settings,
+        "metadata": metadata,
+    }
+
+
+def split_job(job: CheckpointJob, parts: int) -> list[CheckpointJob]:
+    """Work units finer than a checkpoint: each (task, length) of the job cut into up to `parts`
+    contiguous sample ranges, one unit per range (so several engines can share one checkpoint).
+    Records do not depend on the cut: a unit carries its job's checkpoint, settings and record base."""
+    groups: dict[tuple, list[WorkItem]] = {}
+    for it in job.items:
+        groups.setdefault((it.task.name, it.sample.length), []).append(it)
+    units = []
+    for items in groups.values():
+        items = sorted(items, key=lambda it: it.sample.index)
+        for chunk in _ranges(items, parts):
+            units.append(replace(job, items=chunk, runner_work=[]))
+    for w in job.runner_work:
+        for chunk in _ranges(sorted(w.indices), parts):
+            units.append(replace(job, items=[], runner_work=[RunnerWork(w.task, w.length, chunk)]))
+    return units
+
+
+def _ranges(seq: list, parts: int) -> list[list]:
+    """`seq` cut into min(parts, len(seq)) contiguous pieces whose sizes differ by at most one."""
+    k = max(1, min(parts, len(seq)))
+    q, r = divmod(len(seq), k)
+    out, start = [], 0
+    for i in range(k):
+        end = start + q + (1 if i < r else 0)
+        out.append(seq[start:end])
+        start = end
+    return [c for c in out if c]
+
+
+def run_job(job: CheckpointJob, position: int = 0) -> int:
+    """Evaluate one checkpoint's pending work, appending each finished batch; returns records added."""
+    from harness.runners.registry import get_runner
+    from harness.store import ResultStore
+
+    store = ResultStore(job.store_path)
+    items, runner_work = _pending(job, store)
+    if not items and not runner_work:
+        return 0
+    runner = get_runner(job.settings.backend, job.ckpt.path, job.settings)
+    try:
+        return _evaluate(job, runner, store, items, runner_work, position)
+    finally:
+        runner.close()
+
+
+class JobEngine:
+    """One engine of a data-parallel run: evaluates unit after unit, keeping the loaded model while
+    the units are of the same checkpoint (the scheduler in harness.parallel sends them so), and
+    counting how many times it loads one."""
+
+    def __init__(self) -> None:
+        self.loads = 0
+        self._runner = None
+        self._runner_key: tuple | None = None
+        self._stores: dict = {}  # store path -> ResultStore (reads only what was appended since)
+
+    def run(self, job: CheckpointJob, report: Callable[[int], None] | None = None) -> int:
+        from harness.runners.registry import get_runner
+        from harness.store import ResultStore
+
+        store = self._stores.get(job.store_path) or self._stores.setdefault(job.store_path, ResultStore(job.store_path))
+        items, runner_work = _pending(job, store)
+        if not items and not runner_work:
+            return 0
+        key = (job.ckpt.path, repr(job.settings))
+        if key != self._runner_key:
+            self.close()  # free the previous model before loading the next
+            self._runner = get_runner(job.settings.backend, job.ckpt.path, job.settings)
+            self._runner_key = key
+            self.loads += 1
+        return _evaluate(job, self._runner, store, items, runner_work, 0, report)
+
+    def close(self) -> None:
+        if self._runner is not None:
+            runner, self._runner, self._runner_key = self._runner, None, None
+            runner.close()
+
+
+def _pending(job: CheckpointJob, store) -> tuple[list[WorkItem], list[RunnerWork]]:
+    """The job's samples not in the store: another worker, a lost worker's earlier attempt or an
+    earlier run may have finished some since planning."""
+    done = store.done_keys()
+    items = [
+        it for it in job.items if sample_key(job.ckpt, it.task, it.sample.length, it.sample.index, job.seed) not in done
+    ]
+    runner_work = []
+    for w in job.runner_work:
+        todo = [i for i in w.indices if sample_key(job.ckpt, w.task, w.length, i, job.seed) not in done]
+        if todo:
+            runner_work.append(RunnerWork(w.task, w.length, todo))
+    return items, runner_work
+
+
+def _evaluate(
+    job: CheckpointJob,
+    runner,
+    store,
+    items: list[WorkItem],
+    runner_work: list[RunnerWork],
+    position: int = 0,
+    report: Callable[[int], None] | None = None,
+) -> int:
+    """Generate + score `items`, let each task of `runner_work` drive the runner; append every
+    finished batch to the store (and tell `report` how many samples it held)."""
+    from tqdm import tqdm
+
+    label = f"ckpt {job.ckpt.step}" if job.ckpt.step is not None else Path(job.ckpt.path).name
+    added = 0
+    bar = tqdm(
+        total=len(items) + sum(len(w.indices) for w in runner_work),
+        desc=label,
+        unit="sample",
+        position=position,
+        leave=True,
+        disable=not job.progress,
+        file=sys.stderr,
+    )
+    # Longest prompts first within each max_new_tokens group: an out-of-memory shows at once,
+    # and each batch holds similar lengths (little padding).
+    items.sort(key=lambda it: (it.sample.max_new_tokens, -it.num_tokens))
+    chunk = len(items) if getattr(runner, "submit_all", False) else job.settings.batch_size
+    for start in range(0, len(items), max(1, chunk)):
+        part = items[start : start + chunk]
+        preds = runner.generate(
+            [
+                GenerationRequest(it.prompt, it.sample.max_new_tokens, tuple(it.sample.metadata.get("stop", ())))
+                for it in part
+            ]
+        )
+        records = [
+            _record(
+                job,
+                it.task,
+                it.sample.length,
+                it.sample.index,
+                pred,
+                it.task.score(pred, it.sample),
+                it.num_tokens,
+                it.sample.dataset_hash,
+                {**it.sample.metadata, "references": list(it.sample.references)},
+            )
+            for it, pred in zip(part, preds)
+        ]
+        added += store.append(records)
+        bar.update(len(part))
+        if report:
+            report(len(part))
+    for w in runner_work:
+        out = w.task.evaluate_with_runner(
+            runner, w.length, w.indices, job.seed, runner.tokenizer, progress=job.progress
+        )
+        records = [
+            _record(
+                job,
+                w.task,
+                w.length,
+                r["index"],
+                r["prediction"],
+                r["score"],
+                r.get("num_tokens"),
+                w.task.dataset_hash(),
+                r.get("metadata") or {},
+            )
+            for r in out
+        ]
+        added += store.append(records)
+        bar.update(len(w.indices))
+        if report:
+            report(len(w.indices))
+    bar.close()
+    return added
