@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 
 from harness.errors import UserError, require_at_least
-from training.config import DTYPES, KERNEL_CHOICES, MODES  # dataclasses only: keeps --help light
+from training.config import DTYPES, KERNEL_CHOICES  # dataclasses only: keeps --help light
+from training.modes import INTERLEAVE_MODES, MODES  # no torch at import: keeps --help light
 
 HELP = "continue pretraining a causal LM on packed long windows (anchor, intradoc, full attention)"
 
@@ -110,9 +111,10 @@ def job_from_args(args):
         raise UserError(f"--save-state-every {args.save_state_every} must be at least 1")
     if args.interleave_chunks is not None and args.interleave_chunks < 1:
         raise UserError(f"--interleave-chunks {args.interleave_chunks} must be at least 1")
-    if args.interleave_chunks and args.mode not in ("intradoc", "anchor"):
+    if args.interleave_chunks and args.mode not in INTERLEAVE_MODES:
         raise UserError(
-            f"--interleave-chunks works with --mode intradoc or anchor, not {args.mode}: change the mode or drop the flag"
+            f"--interleave-chunks works with --mode {' or '.join(INTERLEAVE_MODES)}, not {args.mode}: "
+            "change the mode or drop the flag"
         )
     paths = [p.strip() for p in args.data.split(",") if p.strip()]
     if not paths:
