@@ -101,15 +101,20 @@ def parse_mixture(spec: str, seed: int):
             source_field = value.strip() or None
         elif key.strip() in opts:
             try:
-                opts[key.strip()] = float(value) if key.strip() == "long_weight" else int(float(value))
+                number = float(value)
+                if not math.isfinite(number):
+                    raise ValueError(value)
+                opts[key.strip()] = number if key.strip() == "long_weight" else int(number)
             except ValueError:
-                raise UserError(f"bad --mixture item {part!r}: {key.strip()} takes a number") from None
+                raise UserError(f"bad --mixture item {part!r}: {key.strip()} takes a finite number") from None
         else:
             shares.append(part)
     if not opts["tokens"] or opts["tokens"] < 1:
         raise UserError(
             f"--mixture {spec!r} needs tokens=N (the mixture's total tokens), e.g. tokens=2000000,C4=0.2,CommonCrawl=0.8"
         )
+    if opts["long_threshold"] < 1:
+        raise UserError(f"bad --mixture long_threshold={opts['long_threshold']}: give a positive number of tokens")
     config = MixtureConfig(
         total_tokens=opts["tokens"],
         shares=parse_shares(",".join(shares)) if shares else None,
