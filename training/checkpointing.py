@@ -89,20 +89,20 @@ def _free_bytes(path: Path) -> int:
 
 
 def _is_disk_full(exc: BaseException, where: Path) -> bool:
-    """ENOSPC/EDQUOT anywhere in the exception chain, or (torch.save and safetensors report a
-    failed write without an errno) a disk left with almost no free space."""
+    """ENOSPC/EDQUOT anywhere in the exception chain, or (torch.save, safetensors and tokenizers
+    report a failed write as RuntimeError, SafetensorError or a bare Exception, without an errno)
+    any failure that leaves the disk with almost no free space."""
     e: BaseException | None = exc
     while e is not None:
         if isinstance(e, OSError) and e.errno in _DISK_FULL_ERRNOS:
             return True
         e = e.__cause__ or e.__context__
-    failed_write = isinstance(exc, (OSError, RuntimeError)) or type(exc).__name__ == "SafetensorError"
-    return failed_write and _free_bytes(where) < _NEARLY_FULL
+    return _free_bytes(where) < _NEARLY_FULL
 
 
 def disk_full_error(final: Path, needed: int, free: int) -> UserError:
     return UserError(
-        f"disk full writing {final}: it needs about {_human(needed)} free there, {_human(free)} is free; "
+        f"disk full writing {final}: it needs at least {_human(needed)} free there, {_human(free)} is free; "
         f"free some space (or pass another --out) and re-run the same command to resume (finished checkpoints are kept)"
     )
 
@@ -138,21 +138,21 @@ def _is_complete(path: Path) -> bool:
     return (path / COMPLETE_FILE).is_file() and not (path / IN_PROGRESS_FILE).exists()
 
 
-def _replace_dir(tmp: Path, final: Path, *, hook: Callable[[str], None] | None = None) -> None:
+def _replace_dir(tmp: Path, final: Path, *, hook: Callable[[str, Path], None] | None = None) -> None:
     """Publish a complete `tmp` as `final` by renames only: at every instant `final` is either the
     old complete directory, absent (old one aside, new one ready: `recover` finishes the job), or
-    the new one. `hook(point)` lets tests stop the replacement between the renames."""
+    the new one. `hook(point, final)` lets tests stop the replacement between the renames."""
     aside = final.parent / (OLD_PREFIX + final.name)
     if aside.exists():  # left by an earlier interrupted replacement whose final dir is back in place
         shutil.rmtree(aside)
     if final.exists():  # a re-run rewriting its own step (e.g. resumed before this ckpt's state)
         os.rename(final, aside)
     if hook:
-        hook("aside")
+        hook("aside", final)
     os.rename(tmp, final)
     _fsync_dir(final.parent)
     if hook:
-        hook("renamed")
+        hook("renamed", final)
     if aside.exists():
         shutil.rmtree(aside)
 
@@ -181,15 +181,17 @@ def _writing(final: Path, step: int, needed: int) -> Iterator[Path]:
         raise
     except Exception as exc:
         if _is_disk_full(exc, final.parent):
+            free = _free_bytes(final.parent)  # at the failure, before the partial copy is removed
+            written = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file()) if tmp.is_dir() else 0
             shutil.rmtree(tmp, ignore_errors=True)
-            raise disk_full_error(final, needed, _free_bytes(final.parent)) from None
+            raise disk_full_error(final, max(needed, written + free + 1), free) from None
         raise
     finally:
         if not published:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-_REPLACE_HOOK: Callable[[str], None] | None = None  # tests: called between the renames of _replace_dir
+_REPLACE_HOOK: Callable[[str, Path], None] | None = None  # tests: called between the renames of _replace_dir
 
 
 def recover(run_dir: str | Path) -> list[str]:
