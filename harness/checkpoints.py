@@ -65,8 +65,9 @@ TRAINING_FILE = "harness_training.json"
 # is written after every other file. See docs/contracts.md.
 IN_PROGRESS_FILE = "harness_incomplete"
 COMPLETE_FILE = "harness_complete.json"
-# What a training checkpoint from an earlier version (no markers) must hold to count as complete.
-_LEGACY_REQUIRED = ("config.json", "tokenizer_config.json", "tokenizer.json")
+# A fast tokenizer's save_pretrained writes both; a checkpoint holding one without the other lost
+# files while being deleted (earlier versions replaced a checkpoint by deleting it first).
+_TOKENIZER_PAIR = ("tokenizer.json", "tokenizer_config.json")
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,9 @@ def incomplete_reason(path: str | Path) -> str | None:
     - an in-progress marker: a write that never finished (a killed or failed run);
     - a completion marker: complete when every file it lists is present;
     - neither marker but harness_training.json (written before markers existed): complete when
-      config.json, the weights (every shard an index names) and the tokenizer files are present;
+      config.json and the weights (every shard an index names) are present and the tokenizer files
+      are whole: tokenizer.json and tokenizer_config.json both present (or both absent: some tools
+      store no tokenizer with a checkpoint);
     - neither marker nor harness_training.json: a plain Hugging Face model directory, never
       "incomplete" (a missing config or weights stays the loadability error it always was).
     """
@@ -249,9 +252,11 @@ def incomplete_reason(path: str | Path) -> str | None:
         return f"{missing[0]} is missing" if missing else None
     if not (path / TRAINING_FILE).is_file():
         return None
-    missing = [name for name in _LEGACY_REQUIRED if not (path / name).is_file()]
-    if missing:
-        return f"{missing[0]} is missing"
+    if not (path / "config.json").is_file():
+        return "config.json is missing"
+    have = [(path / name).is_file() for name in _TOKENIZER_PAIR]
+    if any(have) and not all(have):
+        return f"{_TOKENIZER_PAIR[have.index(False)]} is missing"
     try:
         _check_loadable(path)
     except UserError:
