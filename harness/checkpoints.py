@@ -14,7 +14,9 @@ SPEC is a comma list of items; each item is
 Local checkpoints must be loadable models (config.json plus weights); the step is the trailing
 integer of the directory name after a separator (`ckpt-2000` -> 2000, `global_step500` -> 500,
 `gpt2` and `Llama-2-7b-hf` -> None). The result is
-sorted by step (step-less ones first, by path), then `last` keeps the last N.
+sorted by step (step-less ones first, by path), then `last` keeps the last N. Incomplete training
+checkpoints (`incomplete_reason`: a run stopped while writing them) are skipped with a one-line
+warning on stderr before `last` is applied.
 
 Fingerprint (local): sha256 over config.json's bytes and, for each weight file in name order,
 its name, size and the sha256 of its first and last 1 MiB (all of it when smaller than 2 MiB).
@@ -31,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +60,14 @@ TOKENIZER_FILES = (
     "spiece.model",
 )
 TRAINING_FILE = "harness_training.json"
+# Completeness of checkpoints written by `harness train` (training/checkpointing.py): the in-progress
+# marker is written first and removed last; the completion marker (the files the checkpoint holds)
+# is written after every other file. See docs/contracts.md.
+IN_PROGRESS_FILE = "harness_incomplete"
+COMPLETE_FILE = "harness_complete.json"
+# A fast tokenizer's save_pretrained writes both; a checkpoint holding one without the other lost
+# files while being deleted (earlier versions replaced a checkpoint by deleting it first).
+_TOKENIZER_PAIR = ("tokenizer.json", "tokenizer_config.json")
 
 
 @dataclass(frozen=True)
@@ -210,6 +221,49 @@ def _file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def weight_files(path: str | Path) -> list[Path]:
+    """The weight files of a model directory (*.safetensors, pytorch_model*.bin), by name."""
+    return _weight_files(Path(path))
+
+
+def incomplete_reason(path: str | Path) -> str | None:
+    """Why `path` is an incomplete training checkpoint, or None when it is complete or a plain model.
+
+    - an in-progress marker: a write that never finished (a killed or failed run);
+    - a completion marker: complete when every file it lists is present;
+    - neither marker but harness_training.json (written before markers existed): complete when
+      config.json and the weights (every shard an index names) are present and the tokenizer files
+      are whole: tokenizer.json and tokenizer_config.json both present (or both absent: some tools
+      store no tokenizer with a checkpoint);
+    - neither marker nor harness_training.json: a plain Hugging Face model directory, never
+      "incomplete" (a missing config or weights stays the loadability error it always was).
+    """
+    path = Path(path)
+    if (path / IN_PROGRESS_FILE).exists():
+        return f"{IN_PROGRESS_FILE} marks an unfinished write"
+    marker = path / COMPLETE_FILE
+    if marker.is_file():
+        try:
+            files = json.loads(marker.read_text())["files"]
+            assert isinstance(files, dict)
+        except (ValueError, KeyError, TypeError, AssertionError, OSError):
+            return f"{COMPLETE_FILE} is unreadable"
+        missing = sorted(name for name in files if not (path / name).is_file())
+        return f"{missing[0]} is missing" if missing else None
+    if not (path / TRAINING_FILE).is_file():
+        return None
+    if not (path / "config.json").is_file():
+        return "config.json is missing"
+    have = [(path / name).is_file() for name in _TOKENIZER_PAIR]
+    if any(have) and not all(have):
+        return f"{_TOKENIZER_PAIR[have.index(False)]} is missing"
+    try:
+        _check_loadable(path)
+    except UserError:
+        return "its weights are missing"
+    return None
+
+
 def fingerprint(path: str | Path) -> str:
     """The local checkpoint's fingerprint (see the module docstring); 16 hex digits."""
     path = Path(path)
@@ -268,13 +322,27 @@ def select_checkpoints(spec: str, last: int | None = None) -> list[Checkpoint]:
             key = os.path.realpath(path) if local else "hub:" + path
             found.setdefault(key, (path, local))
     ckpts = []
+    skipped = []
     for path, local in found.values():
-        if local:
+        if local and (why := incomplete_reason(path)) is not None:
+            # A training run stopped while writing it: evaluating it would abort or mislead.
+            print(
+                f"warning: skipping incomplete checkpoint {os.path.normpath(path)} ({why}): "
+                "re-run its training command to rewrite it, or delete it",
+                file=sys.stderr,
+            )
+            skipped.append(path)
+        elif local:
             ckpts.append(load_checkpoint(path))
         else:
             ckpts.append(
                 Checkpoint(path=path, step=None, fingerprint=hub_fingerprint(path), training=None, local=False)
             )
+    if not ckpts:
+        raise UserError(
+            f"every checkpoint matching {spec!r} is incomplete ({len(skipped)} skipped): "
+            "re-run the training command to rewrite them, or pass other checkpoints"
+        )
     ckpts.sort(key=lambda c: (c.step is not None, c.step if c.step is not None else 0, c.path))
     if last is not None:
         if last > len(ckpts):

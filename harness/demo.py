@@ -35,7 +35,7 @@ DEFAULT_MODEL = REPO_ROOT / "assets" / "demo-base"
 # RULER tasks that need no external data and that the shipped base model was taught to do.
 DEFAULT_TASKS = ["niah_single_1", "niah_multikey_2", "niah_multikey_3", "vt"]
 DEFAULT_LENGTHS = "1k,2k,4k"
-MODES = ("full", "anchor")
+DEFAULT_MODES = ("full", "anchor")
 CORPUS_SEED = 3  # base-model pretraining corpora use other seeds (1, 2), so the two never share documents
 
 
@@ -54,7 +54,7 @@ class DemoConfig:
     rope_theta: float | None = None
     dtype: str = "fp32"
     corpus_docs: int = 1000
-    modes: list[str] = field(default_factory=lambda: list(MODES))
+    modes: list[str] = field(default_factory=lambda: list(DEFAULT_MODES))
     tasks: list[str] = field(default_factory=lambda: list(DEFAULT_TASKS))
     lengths: str = DEFAULT_LENGTHS
     samples: int = 4
@@ -99,9 +99,11 @@ def validate(cfg: DemoConfig) -> tuple[list[int], list[str]]:
         )
     if not cfg.modes:
         raise UserError("--modes is empty: pass e.g. full,anchor")
-    bad = [m for m in cfg.modes if m not in ("full", "intradoc", "intradoc-reset", "anchor")]
+    from training.modes import MODES
+
+    bad = [m for m in cfg.modes if m not in MODES]
     if bad:
-        raise UserError(f"unknown --modes {', '.join(bad)}: choose from full, intradoc, intradoc-reset, anchor")
+        raise UserError(f"unknown --modes {', '.join(bad)}: choose from {', '.join(MODES)}")
     if len(set(cfg.modes)) != len(cfg.modes):
         raise UserError(f"--modes {','.join(cfg.modes)} repeats a mode: list each once")
     lengths = parse_lengths(cfg.lengths)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-MODES = ("full", "intradoc", "intradoc-reset", "anchor")
+from training.modes import check_mode  # the attention modes (MODES) are defined once, in training.modes
+
 KERNEL_CHOICES = ("auto", "dense", "sdpa-doc", "flex", "varlen")
 DTYPES = ("bf16", "fp32")
 
@@ -38,7 +39,7 @@ class DataConfig:
     paths: list[str]
     """jsonl/parquet files (or, online, hub dataset names) holding the documents."""
     mode: str = "anchor"
-    """Attention mode: full, intradoc, intradoc-reset or anchor (see docs/training notes)."""
+    """Attention mode, one of training.modes.MODES: full, intradoc, intradoc-reset or anchor."""
     window: int = 8192
     """Tokens per packed window, anchor included; also written as max_position_embeddings."""
     batch_size: int = 1
@@ -57,6 +58,9 @@ class DataConfig:
     """Per-source token budgets and long-document up-sampling (training.mixture spec)."""
     seed: int = 0
     """Seeds packing order, interleaving, the model's RNG and data-parallel sharding."""
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode, self.interleave_chunks)  # one of MODES; interleaving only where it means something
 
 
 @dataclass

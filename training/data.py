@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,29 +76,50 @@ def _files(source: str) -> list[Path] | None:
 
 
 def _records_jsonl(path: Path) -> Iterator[dict]:
-    opener = gzip.open if _suffix(path) == ".jsonl.gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{path}:{n}: not valid JSON ({exc.msg}); fix or remove the line") from None
-            yield rec
+    gz = _suffix(path) == ".jsonl.gz"
+    opener = gzip.open if gz else open
+    n = 0
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            for n, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise UserError(f"{path}:{n}: not valid JSON ({exc.msg}); fix or remove the line") from None
+                if not isinstance(rec, dict):
+                    raise UserError(
+                        f"{path}:{n}: a JSON {type(rec).__name__}, not an object; write one object per line, "
+                        'e.g. {"text": "..."}'
+                    )
+                yield rec
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"{path}: not UTF-8 text near line {n + 1} ({exc.reason}); "
+            "pass a UTF-8 JSON-lines file (one object per line)"
+        ) from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        what = "not a gzip file" if isinstance(exc, gzip.BadGzipFile) else "a damaged or truncated gzip file"
+        raise UserError(f"{path} is {what}: re-create it, or name it .jsonl if it is not compressed") from None
 
 
 def _records_parquet(path: Path, fields: list[str]) -> Iterator[dict]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(path)
-    missing = [f for f in fields if f not in pf.schema_arrow.names]
-    if missing:
-        raise UserError(
-            f"{path} has no column {missing[0]!r} (columns: {', '.join(pf.schema_arrow.names)}); pass the right field flag"
-        )
-    for batch in pf.iter_batches(columns=fields, batch_size=1024):
-        yield from batch.to_pylist()
+    try:
+        pf = pq.ParquetFile(path)
+        missing = [f for f in fields if f not in pf.schema_arrow.names]
+        if missing:
+            raise UserError(
+                f"{path} has no column {missing[0]!r} (columns: {', '.join(pf.schema_arrow.names)}); pass the right field flag"
+            )
+        for batch in pf.iter_batches(columns=fields, batch_size=1024):
+            yield from batch.to_pylist()
+    except (pa.ArrowException, OSError) as exc:  # ArrowInvalid: not parquet, or damaged/truncated
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        raise UserError(f"{path} is not a readable parquet file ({first}): re-create or re-download it") from None
 
 
 def _records_hub(name: str) -> Iterator[dict]:
@@ -120,10 +142,21 @@ def _records_hub(name: str) -> Iterator[dict]:
 def _token_docs(path: Path, tokenizer) -> Iterator[list[int]]:
     import numpy as np
 
-    if _suffix(path) == ".npy":
-        arr = np.load(path, mmap_mode="r")
-    else:
-        arr = np.memmap(path, dtype="<u2" if len(tokenizer) <= 65536 else "<u4", mode="r")
+    dtype = "<u2" if len(tokenizer) <= 65536 else "<u4"
+    try:
+        if _suffix(path) == ".npy":
+            arr = np.load(path, mmap_mode="r")
+        elif path.stat().st_size == 0:
+            arr = np.zeros(0, dtype=dtype)  # mmap cannot map an empty file
+        else:
+            arr = np.memmap(path, dtype=dtype, mode="r")
+    except (ValueError, OSError, EOFError) as exc:  # not .npy, truncated, or a size not a multiple of the dtype
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        raise UserError(
+            f"{path} is not a token shard ({first}): .npy must be a 1-D integer array, .bin raw {dtype} token ids"
+        ) from None
+    if not isinstance(arr, np.ndarray):  # np.load of an .npz archive
+        raise UserError(f"{path} is not a token shard: .npy must hold one 1-D integer array")
     if arr.ndim != 1 or arr.dtype.kind not in "iu":
         raise UserError(f"{path}: a token shard must be a 1-D integer array, got {arr.dtype} of shape {arr.shape}")
     eos, bos = tokenizer.eos_token_id, tokenizer.bos_token_id

@@ -251,6 +251,52 @@ class DistContext:
             dist.destroy_process_group()
 
 
+class SingleProcess:
+    """The DistContext interface for one process: no sharding, collectives are identities.
+
+    The training loop talks to this or a DistContext the same way, so it has one code path."""
+
+    rank, world, sp_size, dp_size, dp_rank, sp_rank = 0, 1, 1, 1, 0, 0
+    grad_scale = 1.0
+
+    def __init__(self, device):
+        self.device = device
+
+    def wrap_model(self, model):
+        return model
+
+    def set_grad_sync(self, model, sync: bool) -> None:
+        pass
+
+    def finish_grads(self, model) -> None:
+        pass
+
+    def shard_inputs(self, kw: dict, targets, kernel: str):
+        return kw, targets
+
+    def all_reduce_sum(self, value):
+        return value
+
+    def gather_objects(self, obj) -> list:
+        return [obj]
+
+    def barrier(self) -> None:
+        pass
+
+    def full_state_dict(self, model) -> dict:
+        return model.state_dict()
+
+    def full_train_state(self, model, optimizer) -> dict:
+        return {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+
+    def load_state(self, model, optimizer, state: dict) -> None:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+
+    def close(self) -> None:
+        pass
+
+
 def setup(rank: int, world: int, *, sp_size: int = 1, shard: str = "fsdp", backend: str | None = None) -> DistContext:
     """Join (or reuse) the default process group and build the [dp, sp] grid."""
     import torch

@@ -11,8 +11,8 @@ resumes from, so the file always reads as one uninterrupted run.
 
 from __future__ import annotations
 
+import errno
 import json
-import os
 from pathlib import Path
 
 LOG_NAME = "log.jsonl"
@@ -35,7 +35,10 @@ def read_log(path: str | Path) -> list[dict]:
 
 
 class StepLog:
-    """Appends step rows to <run>/log.jsonl and drives a tqdm bar; silent on non-zero ranks."""
+    """Appends step rows to <run>/log.jsonl and drives a tqdm bar; silent on non-zero ranks.
+
+    The file is opened at the first row, so a run that fails before its first step leaves it as it was.
+    """
 
     def __init__(
         self, run_dir: str | Path, *, total_steps: int, start_step: int, enabled: bool = True, progress: bool = True
@@ -43,10 +46,10 @@ class StepLog:
         self.path = Path(run_dir) / LOG_NAME
         self.enabled = enabled
         self._bar = None
+        self._file = None
         if not enabled:
             return
         self._truncate_after(start_step)
-        self._file = open(self.path, "a")
         if progress:
             from tqdm import tqdm
 
@@ -54,18 +57,30 @@ class StepLog:
 
     def _truncate_after(self, step: int) -> None:
         """Keep rows up to `step` (the resumed state); later ones were never made durable."""
+        from training.checkpointing import write_text_atomic
+
         if not self.path.exists():
             return
-        kept = [r for r in read_log(self.path) if r.get("step", 0) <= step]
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
-        os.replace(tmp, self.path)
+        rows = read_log(self.path)
+        kept = [r for r in rows if r.get("step", 0) <= step]
+        if len(kept) == len(rows) and self.path.read_text().endswith("\n"):
+            return  # nothing to drop: leave the file untouched
+        write_text_atomic(self.path, "".join(json.dumps(r) + "\n" for r in kept))
 
     def write(self, row: dict) -> None:
         if not self.enabled:
             return
-        self._file.write(json.dumps(row) + "\n")
-        self._file.flush()
+        try:
+            if self._file is None:
+                self._file = open(self.path, "a")  # noqa: SIM115 - kept open for the run, closed in close()
+            self._file.write(json.dumps(row) + "\n")
+            self._file.flush()
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                from training.checkpointing import _free_bytes, disk_full_error
+
+                raise disk_full_error(self.path, 4096, _free_bytes(self.path.parent)) from None
+            raise
         if self._bar is not None:
             self._bar.update(1)
             self._bar.set_postfix(loss=f"{row['loss']:.4f}", tok_s=f"{row['tokens_per_s']:.0f}", lr=f"{row['lr']:.2e}")
@@ -73,6 +88,10 @@ class StepLog:
     def close(self) -> None:
         if not self.enabled:
             return
-        self._file.close()
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:  # a full disk: the row that failed was reported by write()
+                pass
         if self._bar is not None:
             self._bar.close()

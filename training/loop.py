@@ -30,6 +30,9 @@ from pathlib import Path
 
 from harness.errors import UserError
 from training.config import TrainJob
+from training.model_files import load_model, load_tokenizer_for
+
+__all__ = ["Pipeline", "default_pipeline", "load_model", "load_tokenizer_for", "loss_sum", "shifted_targets", "train"]
 
 # ---------------------------------------------------------------- pieces the loop plugs together
 
@@ -81,52 +84,6 @@ def _resolve_kernel(kernel: str, device, sp_size: int = 1) -> str:
     return kernel
 
 
-def _check_model_path(path: str) -> bool:
-    """Whether `path` is local; a path-like name that is not a directory is a user error."""
-    local = Path(path).is_dir()
-    if not local and (path.startswith((".", "/", "~")) or path.count("/") > 1):
-        raise UserError(
-            f"model not found: {path} is not a directory; pass --model with a save_pretrained directory or a hub name"
-        )
-    return local
-
-
-def load_tokenizer_for(job: TrainJob):
-    from tasks.tokenization import load_tokenizer
-
-    _check_model_path(job.model.path)
-    return load_tokenizer(job.model.path)
-
-
-def load_model(job: TrainJob, device):
-    """(model, rope_theta) with window and rope theta written into the config before init."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    path = job.model.path
-    local = _check_model_path(path)
-    try:
-        config = AutoConfig.from_pretrained(path, local_files_only=local)
-    except (OSError, ValueError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise UserError(
-            f"cannot load model config from {path!r} ({first}); pass --model with a save_pretrained directory"
-        ) from None
-    config.max_position_embeddings = job.data.window
-    rope = dict(getattr(config, "rope_parameters", None) or {})
-    if job.model.rope_theta is not None:
-        rope["rope_theta"] = float(job.model.rope_theta)
-        config.rope_parameters = rope
-    rope_theta = rope.get("rope_theta", getattr(config, "rope_theta", None))
-    config.use_cache = False
-    # fp32 master weights: bf16 runs use autocast, so the optimizer never rounds updates away.
-    model = AutoModelForCausalLM.from_pretrained(path, config=config, local_files_only=local, dtype=torch.float32)
-    model.to(device)
-    if job.model.grad_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    return model, rope_theta
-
-
 def parse_mixture(spec: str, seed: int):
     """--mixture "tokens=N[,source=FIELD][,long_threshold=4096][,long_weight=5][,SOURCE=SHARE,...]".
 
@@ -144,15 +101,20 @@ def parse_mixture(spec: str, seed: int):
             source_field = value.strip() or None
         elif key.strip() in opts:
             try:
-                opts[key.strip()] = float(value) if key.strip() == "long_weight" else int(float(value))
+                number = float(value)
+                if not math.isfinite(number):
+                    raise ValueError(value)
+                opts[key.strip()] = number if key.strip() == "long_weight" else int(number)
             except ValueError:
-                raise UserError(f"bad --mixture item {part!r}: {key.strip()} takes a number") from None
+                raise UserError(f"bad --mixture item {part!r}: {key.strip()} takes a finite number") from None
         else:
             shares.append(part)
     if not opts["tokens"] or opts["tokens"] < 1:
         raise UserError(
             f"--mixture {spec!r} needs tokens=N (the mixture's total tokens), e.g. tokens=2000000,C4=0.2,CommonCrawl=0.8"
         )
+    if opts["long_threshold"] < 1:
+        raise UserError(f"bad --mixture long_threshold={opts['long_threshold']}: give a positive number of tokens")
     config = MixtureConfig(
         total_tokens=opts["tokens"],
         shares=parse_shares(",".join(shares)) if shares else None,
@@ -278,27 +240,6 @@ def make_scheduler(optimizer, job: TrainJob):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup > 0 else 1.0)
 
 
-def _rng_state() -> dict:
-    import numpy as np
-    import torch
-
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict) -> None:
-    import numpy as np
-    import torch
-
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
 def _seed_all(seed: int) -> None:
     import numpy as np
     import torch
@@ -310,8 +251,10 @@ def _seed_all(seed: int) -> None:
 
 def _report_mixture(run_dir: Path, table: str) -> None:
     """Print the mixture table (paper's Appendix C layout) and keep it beside the checkpoints."""
+    from training.checkpointing import write_text_atomic
+
     print(table)
-    (run_dir / "mixture.txt").write_text(table + "\n")
+    write_text_atomic(run_dir / "mixture.txt", table + "\n")
 
 
 # The settings a resumed run must share with the run it resumes (others, e.g. --steps, may change).
@@ -349,33 +292,40 @@ def train(
     stop_after: int | None = None,
     grad_hook: Callable | None = None,
 ) -> dict:
-    """Run (or resume) the job; returns {"steps", "losses", "checkpoints", "resumed_from"}.
+    """Run (or resume) the job; returns {"steps", "losses", "checkpoints", "resumed_from", "last_loss"}.
 
     `dist` is a training.distributed.DistContext (None: one process). `stop_after` ends the run
     after that step as if killed, and `grad_hook(step, model)` sees the reduced gradients before
     clipping (tests use both: resume, and equality of gradients across process layouts).
+    Rank 0 holds the run directory's lock (training.runlock) for the whole run.
     """
+    import torch
     from transformers.utils import logging as hf_logging
 
+    from training.distributed import SingleProcess
+    from training.runlock import RunLock
+
+    _validate(job)
+    ctx = dist if dist is not None else SingleProcess(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+    lock = RunLock(job.out) if ctx.rank == 0 else None
     # Our bar is the run's progress; transformers' weight-loading/saving bars would break it up.
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
-        return _train(job, pipeline=pipeline, dist=dist, progress=progress, stop_after=stop_after, grad_hook=grad_hook)
+        if lock is not None:
+            lock.acquire()
+        return _train(job, pipeline=pipeline, ctx=ctx, progress=progress, stop_after=stop_after, grad_hook=grad_hook)
     finally:
+        if lock is not None:
+            lock.release()
         if bars:
             hf_logging.enable_progress_bar()
 
 
-def _train(job: TrainJob, *, pipeline, dist, progress, stop_after, grad_hook) -> dict:
-    import torch
-
-    from training import checkpointing as ck
-    from training.logging import StepLog
-
-    d, sched_cfg = job.data, job.schedule
-    if sched_cfg.steps < 1:
-        raise UserError(f"--steps {sched_cfg.steps} must be at least 1")
+def _validate(job: TrainJob) -> None:
+    d = job.data
+    if job.schedule.steps < 1:
+        raise UserError(f"--steps {job.schedule.steps} must be at least 1")
     if d.batch_size < 1 or d.grad_accum < 1:
         raise UserError("--batch-size and --grad-accum must be at least 1")
     if d.window < 16:
@@ -383,61 +333,143 @@ def _train(job: TrainJob, *, pipeline, dist, progress, stop_after, grad_hook) ->
     if job.model.dtype not in ("bf16", "fp32"):
         raise UserError(f"--dtype {job.model.dtype} is not supported: pass bf16 or fp32")
 
-    rank = dist.rank if dist else 0
-    world = dist.world if dist else 1
-    is_main = rank == 0
-    device = dist.device if dist else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def _kernel_for(job: TrainJob, ctx) -> str:
+    kernel = _resolve_kernel(job.model.kernel, ctx.device, ctx.sp_size)
+    if kernel in ("flex", "varlen") and ctx.device.type != "cuda":  # known before loading any weights
+        why = "FlexAttention has no backward on CPU" if kernel == "flex" else "varlen attention is CUDA-only"
+        raise UserError(f"the {kernel} kernel cannot train on CPU ({why}): pass --kernel sdpa-doc (or auto)")
+    return kernel
+
+
+def _last_logged_loss(run_dir: Path, step: int) -> float | None:
+    """The loss logged at `step` (a finished run re-run reports it), else None."""
+    from training.logging import LOG_NAME, read_log
+
+    rows = [r for r in read_log(run_dir / LOG_NAME) if r.get("step") == step]
+    return rows[-1]["loss"] if rows else None
+
+
+@dataclass
+class _Stepper:
+    """One optimizer step over grad_accum micro-batches (the loss rule in the module docstring)."""
+
+    job: TrainJob
+    ctx: object
+    pipeline: Pipeline
+    model: object
+    optimizer: object
+    scheduler: object
+    kernel: str
+    autocast: object
+
+    def micro_batches(self, stream: WindowStream) -> list:
+        # Every process reads the same global stream and keeps its own share: the order of
+        # windows (and so the loss curve) does not depend on the number of processes.
+        d, ctx = self.job.data, self.ctx
+        micro = []
+        for _ in range(d.grad_accum):
+            group = [stream.next() for _ in range(d.batch_size * ctx.dp_size)]
+            mine = group[ctx.dp_rank * d.batch_size : (ctx.dp_rank + 1) * d.batch_size]
+            # On the device before the kernel plans its mask/boundaries, so they land there too.
+            batch = self.pipeline.build_batch(mine, d.mode).to(ctx.device)
+            try:
+                kw = self.pipeline.forward_kwargs(batch, self.kernel)
+            except ValueError as exc:  # e.g. the dense reference kernel above its size limit
+                raise UserError(f"attention kernel {self.kernel!r}: {exc}") from None
+            kw, targets = ctx.shard_inputs(kw, shifted_targets(batch.labels), self.kernel)
+            micro.append((batch, kw, targets.to(ctx.device)))
+        return micro
+
+    def step(self, step: int, stream: WindowStream, grad_hook: Callable | None) -> dict:
+        import torch
+
+        d, ctx, model = self.job.data, self.ctx, self.model
+        t0 = time.perf_counter()
+        micro = self.micro_batches(stream)
+        num_tokens = ctx.all_reduce_sum(sum(int((t != -100).sum()) for _, _, t in micro))
+        denom = max(num_tokens, 1)
+        # Gradient reducers average over processes; scale so the result is the global token mean.
+        scale = ctx.grad_scale / denom
+        loss_acc = torch.zeros((), dtype=torch.float64, device=ctx.device)
+        for i, (batch, kw, targets) in enumerate(micro):
+            ctx.set_grad_sync(model, i == len(micro) - 1)
+            kw = {k: (v.to(ctx.device) if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
+            with self.autocast:
+                logits = model(**kw).logits
+            part = loss_sum(self.pipeline.gather_logits(logits, batch, self.kernel), targets)
+            (part * scale).backward()
+            loss_acc += part.detach().double()
+        ctx.finish_grads(model)
+        if grad_hook is not None:
+            grad_hook(step, model)
+        loss = float(ctx.all_reduce_sum(loss_acc)) / denom
+        if not math.isfinite(loss):  # before the update, so no state with NaN weights is ever saved
+            raise RuntimeError(f"loss became {loss} at step {step}: lower --lr or use --dtype fp32")
+        grad_norm = None
+        if self.job.optimizer.max_grad_norm is not None:
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), self.job.optimizer.max_grad_norm)
+            grad_norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+        lr = self.optimizer.param_groups[0]["lr"]
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        dt = time.perf_counter() - t0
+        seen = d.window * d.batch_size * d.grad_accum * ctx.dp_size
+        return {
+            "step": step,
+            "loss": loss,
+            "loss_tokens": num_tokens,
+            "tokens": seen,
+            "tokens_per_s": seen / dt,
+            "lr": lr,
+            "grad_norm": grad_norm,
+            "elapsed_s": dt,
+            "epoch": stream.epoch,
+        }
+
+
+def _train(job: TrainJob, *, pipeline, ctx, progress, stop_after, grad_hook) -> dict:
+    import torch
+
+    from training import checkpointing as ck
+    from training.logging import StepLog
+
+    d, total = job.data, job.schedule.steps
+    is_main = ctx.rank == 0
     run_dir = Path(job.out)
     tokenizer = load_tokenizer_for(job)
     if pipeline is None:  # before the model: bad data fails in seconds, not after loading 7B weights
         pipeline = default_pipeline(
             job, tokenizer, report=(lambda table: _report_mixture(run_dir, table)) if is_main else None
         )
-    if is_main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    kernel = _resolve_kernel(job.model.kernel, device, dist.sp_size if dist else 1)
-    if kernel in ("flex", "varlen") and device.type != "cuda":  # known before loading any weights
-        why = "FlexAttention has no backward on CPU" if kernel == "flex" else "varlen attention is CUDA-only"
-        raise UserError(f"the {kernel} kernel cannot train on CPU ({why}): pass --kernel sdpa-doc (or auto)")
+    kernel = _kernel_for(job, ctx)
     _seed_all(d.seed)
-    model, rope_theta = load_model(job, device)
+    model, rope_theta = load_model(job, ctx.device)
     try:
         pipeline.prepare_model(model, kernel)
     except ValueError as exc:  # a kernel the hardware or window cannot run (e.g. varlen on CPU)
         raise UserError(f"attention kernel {kernel!r}: {exc}") from None
-    if dist:
-        if d.window % dist.sp_size:
-            raise UserError(
-                f"--window {d.window} does not split over {dist.sp_size} sequence-parallel ranks: pass a multiple of {dist.sp_size}"
-            )
-        model = dist.wrap_model(model)
+    if d.window % ctx.sp_size:
+        raise UserError(
+            f"--window {d.window} does not split over {ctx.sp_size} sequence-parallel ranks: pass a multiple of {ctx.sp_size}"
+        )
+    model = ctx.wrap_model(model)
     optimizer = make_optimizer(model, job)
     scheduler = make_scheduler(optimizer, job)
 
-    # ---- resume
-    start_step, stream_pos = 0, {"epoch": 0, "index": 0}
-    state = ck.load_latest_state(run_dir)
-    if state is not None:
-        if state["signature"] != _resume_signature(job, world):
-            diff = [k for k in state["signature"] if state["signature"][k] != _resume_signature(job, world).get(k)]
-            raise UserError(
-                f"{run_dir} holds a run with other settings ({', '.join(diff)}): pass a new --out or the original flags"
-            )
-        if dist:
-            dist.load_state(model, optimizer, state)
-        else:
-            model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        _set_rng_state(state["rng"][rank] if isinstance(state["rng"], list) else state["rng"])
-        start_step, stream_pos = state["step"], state["data"]
-    if start_step >= sched_cfg.steps:
+    manager = ck.CheckpointManager(run_dir, job, ctx, signature=_resume_signature(job, ctx.world))
+    manager.recover()
+    start_step, stream_pos, state_dir = manager.resume(model, optimizer, scheduler)
+    if start_step >= total:
         if is_main:
             print(f"{run_dir}: already trained to step {start_step}; nothing to do")
-        return {"steps": start_step, "losses": [], "checkpoints": [], "resumed_from": start_step}
+        last = _last_logged_loss(run_dir, start_step)
+        return {"steps": start_step, "losses": [], "checkpoints": [], "resumed_from": start_step, "last_loss": last}
+    if state_dir is not None and is_main:
+        print(f"resumed from step {start_step} (state {state_dir})")
 
     stream = WindowStream(pipeline.windows, stream_pos["epoch"], stream_pos["index"])
-    ckpt_steps = ck.checkpoint_steps(sched_cfg.steps, job.checkpoint.save_every, job.checkpoint.keep_last)
     meta = ck.training_meta(
         mode=d.mode,
         window=d.window,
@@ -449,113 +481,27 @@ def _train(job: TrainJob, *, pipeline, dist, progress, stop_after, grad_hook) ->
         data=pipeline.data_info,
         job=job.to_json(),
     )
-    dp_size, dp_rank = (dist.dp_size, dist.dp_rank) if dist else (1, 0)
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=job.model.dtype == "bf16")
-    log = StepLog(run_dir, total_steps=sched_cfg.steps, start_step=start_step, enabled=is_main, progress=progress)
-    losses, written = [], []
+    autocast = torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=job.model.dtype == "bf16")
+    stepper = _Stepper(job, ctx, pipeline, model, optimizer, scheduler, kernel, autocast)
+    log = StepLog(run_dir, total_steps=total, start_step=start_step, enabled=is_main, progress=progress)
+    losses: list[float] = []
+    step = start_step
     model.train()
     try:
-        for step in range(start_step + 1, sched_cfg.steps + 1):
-            t0 = time.perf_counter()
-            # Every process reads the same global stream and keeps its own share: the order of
-            # windows (and so the loss curve) does not depend on the number of processes.
-            micro = []
-            for _ in range(d.grad_accum):
-                group = [stream.next() for _ in range(d.batch_size * dp_size)]
-                mine = group[dp_rank * d.batch_size : (dp_rank + 1) * d.batch_size]
-                # On the device before the kernel plans its mask/boundaries, so they land there too.
-                batch = pipeline.build_batch(mine, d.mode).to(device)
-                try:
-                    kw = pipeline.forward_kwargs(batch, kernel)
-                except ValueError as exc:  # e.g. the dense reference kernel above its size limit
-                    raise UserError(f"attention kernel {kernel!r}: {exc}") from None
-                targets = shifted_targets(batch.labels)
-                if dist:
-                    kw, targets = dist.shard_inputs(kw, targets, kernel)
-                micro.append((batch, kw, targets.to(device)))
-            local_tokens = sum(int((t != -100).sum()) for _, _, t in micro)
-            num_tokens = dist.all_reduce_sum(local_tokens) if dist else local_tokens
-            denom = max(num_tokens, 1)
-            # Gradient reducers average over processes; scale so the result is the global token mean.
-            scale = (dist.grad_scale if dist else 1.0) / denom
-            loss_acc = torch.zeros((), dtype=torch.float64, device=device)
-            for i, (batch, kw, targets) in enumerate(micro):
-                if dist:
-                    dist.set_grad_sync(model, i == len(micro) - 1)
-                kw = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
-                with autocast:
-                    logits = model(**kw).logits
-                part = loss_sum(pipeline.gather_logits(logits, batch, kernel), targets)
-                (part * scale).backward()
-                loss_acc += part.detach().double()
-            if dist:
-                dist.finish_grads(model)
-            if grad_hook is not None:
-                grad_hook(step, model)
-            loss_total = dist.all_reduce_sum(loss_acc) if dist else loss_acc
-            loss = float(loss_total) / denom
-            if not math.isfinite(loss):  # before the update, so no state with NaN weights is ever saved
-                raise RuntimeError(f"loss became {loss} at step {step}: lower --lr or use --dtype fp32")
-            grad_norm = None
-            if job.optimizer.max_grad_norm is not None:
-                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), job.optimizer.max_grad_norm)
-                grad_norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
-            lr = optimizer.param_groups[0]["lr"]
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            dt = time.perf_counter() - t0
-            seen = d.window * d.batch_size * d.grad_accum * dp_size
-            row = {
-                "step": step,
-                "loss": loss,
-                "loss_tokens": num_tokens,
-                "tokens": seen,
-                "tokens_per_s": seen / dt,
-                "lr": lr,
-                "grad_norm": grad_norm,
-                "elapsed_s": dt,
-                "epoch": stream.epoch,
-            }
+        for step in range(start_step + 1, total + 1):
+            row = stepper.step(step, stream, grad_hook)
             log.write(row)
-            losses.append(loss)
-
-            if step in ckpt_steps:
-                sd = dist.full_state_dict(model) if dist else None
-                if is_main:
-                    written.append(
-                        str(
-                            ck.save_checkpoint(
-                                run_dir,
-                                step,
-                                model,
-                                tokenizer,
-                                meta,
-                                state_dict=sd,
-                                dtype="bfloat16" if job.model.dtype == "bf16" else None,
-                            )
-                        )
-                    )
-            every = job.checkpoint.save_state_every
-            if (every and step % every == 0) or step == sched_cfg.steps:
-                payload = {
-                    "signature": _resume_signature(job, world),
-                    "scheduler": scheduler.state_dict(),
-                    "data": stream.position(),
-                }
-                rngs = dist.gather_objects(_rng_state()) if dist else _rng_state()
-                if dist:
-                    payload.update(dist.full_train_state(model, optimizer))
-                else:
-                    payload.update(model=model.state_dict(), optimizer=optimizer.state_dict())
-                if is_main:
-                    ck.save_state(run_dir, step, {**payload, "rng": rngs})
-                if dist:
-                    dist.barrier()
+            losses.append(row["loss"])
+            manager.on_step(step, model, optimizer, scheduler, tokenizer, meta, stream.position())
             if stop_after is not None and step >= stop_after:
                 break
-        if is_main:
-            ck.prune_checkpoints(run_dir, [s for s, _ in ck.list_checkpoints(run_dir) if s in ckpt_steps])
+        manager.finish()
     finally:
         log.close()
-    return {"steps": step, "losses": losses, "checkpoints": written, "resumed_from": start_step}
+    return {
+        "steps": step,
+        "losses": losses,
+        "checkpoints": manager.written,
+        "resumed_from": start_step,
+        "last_loss": losses[-1] if losses else None,
+    }

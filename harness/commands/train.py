@@ -12,9 +12,11 @@ re-run the same command) and RUN/log.jsonl. See training/loop.py for the loss an
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from harness.errors import UserError, require_at_least
-from training.config import DTYPES, KERNEL_CHOICES, MODES  # dataclasses only: keeps --help light
+from harness.errors import UserError, require_above, require_at_least
+from training.config import DTYPES, KERNEL_CHOICES  # dataclasses only: keeps --help light
+from training.modes import INTERLEAVE_MODES, MODES  # no torch at import: keeps --help light
 
 HELP = "continue pretraining a causal LM on packed long windows (anchor, intradoc, full attention)"
 
@@ -94,6 +96,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def job_from_args(args):
     from training.config import CheckpointConfig, DataConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TrainJob
 
+    # Every numeric flag: a lower bound, NaN and infinity rejected (None = not given).
     require_at_least(
         (
             ("--steps", args.steps, 1),
@@ -104,15 +107,25 @@ def job_from_args(args):
             ("--keep-last", args.keep_last, 0),
             ("--warmup", args.warmup, 0),
             ("--sp", args.sp, 1),
+            ("--save-state-every", args.save_state_every, 1),
+            ("--interleave-chunks", args.interleave_chunks, 1),
+            ("--max-docs", args.max_docs, 1),
+            ("--seed", args.seed, 0),
+            ("--weight-decay", args.weight_decay, 0.0),
+            ("--max-grad-norm", args.max_grad_norm, 0.0),
+            ("--betas", args.betas[0], 0.0),
+            ("--betas", args.betas[1], 0.0),
         )
     )
-    if args.save_state_every is not None and args.save_state_every < 1:
-        raise UserError(f"--save-state-every {args.save_state_every} must be at least 1")
-    if args.interleave_chunks is not None and args.interleave_chunks < 1:
-        raise UserError(f"--interleave-chunks {args.interleave_chunks} must be at least 1")
-    if args.interleave_chunks and args.mode not in ("intradoc", "anchor"):
+    require_above((("--lr", args.lr, 0.0), ("--rope-theta", args.rope_theta, 0.0)))
+    if not all(b < 1 for b in args.betas):  # AdamW's running averages need a decay below 1
+        raise UserError(f"--betas {args.betas[0]},{args.betas[1]}: each beta must be below 1, e.g. 0.9,0.95")
+    if args.seed >= 2**32:  # numpy's seed range
+        raise UserError(f"--seed {args.seed} must be below 2**32")
+    if args.interleave_chunks and args.mode not in INTERLEAVE_MODES:
         raise UserError(
-            f"--interleave-chunks works with --mode intradoc or anchor, not {args.mode}: change the mode or drop the flag"
+            f"--interleave-chunks works with --mode {' or '.join(INTERLEAVE_MODES)}, not {args.mode}: "
+            "change the mode or drop the flag"
         )
     paths = [p.strip() for p in args.data.split(",") if p.strip()]
     if not paths:
@@ -154,6 +167,9 @@ def job_from_args(args):
 
 def run(args) -> int:
     job = job_from_args(args)
+    out = Path(job.out)
+    if out.exists() and not out.is_dir():  # before any model or data is read
+        raise UserError(f"--out {out} is a file: pass a directory (a new one, or the run to resume)")
     from training.distributed import init_from_env
     from training.loop import train
 
@@ -164,9 +180,10 @@ def run(args) -> int:
         if dist:
             dist.close()
     if dist is None or dist.rank == 0:
-        last = summary["losses"][-1] if summary["losses"] else float("nan")
+        last = summary.get("last_loss")  # a finished run re-run reports its logged loss
         print(
-            f"trained {job.out} to step {summary['steps']} (last loss {last:.4f}); "
+            f"trained {job.out} to step {summary['steps']} "
+            f"(last loss {'unknown' if last is None else f'{last:.4f}'}); "
             f"checkpoints: {', '.join(summary['checkpoints']) or 'none new'}"
         )
     return 0
