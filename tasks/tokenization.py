@@ -67,6 +67,10 @@ _PLAIN_CONFIG_KEYS = frozenset(
         "padding_side",
         "truncation_side",
         "tokenizer_class",
+        # loader arguments save_pretrained writes back; from_pretrained overwrites them on load
+        "is_local",
+        "local_files_only",
+        "name_or_path",
     }
 )
 # classes that take tokenizer.json as it is; a model-specific class (LlamaTokenizer, ...) may

@@ -51,10 +51,10 @@ def _copy(src: Path, dst: Path, config: dict | None = None, model_config: dict |
 
 
 @pytest.fixture(scope="module")
-def plain_dirs(bpe_tokenizer_dir, byte_tokenizer_dir, tmp_path_factory) -> list[Path]:
-    """Directories the light path takes: the embedded layout (with and without BOS), a checkpoint
-    layout (config.json of a Llama), and a config with added_tokens_decoder, a chat template and
-    BPE space clean-up."""
+def plain_dirs(bpe_tokenizer_dir, byte_tokenizer_dir, tiny_llama_dir, tmp_path_factory) -> list[Path]:
+    """Directories the light path takes: the embedded layout (with and without BOS), checkpoints
+    (a saved Llama; a bare config.json of one), and a config with added_tokens_decoder, a chat
+    template and BPE space clean-up."""
     root = tmp_path_factory.mktemp("plain")
     tok = json.loads((bpe_tokenizer_dir / "tokenizer.json").read_text())
     decoder = {
@@ -65,6 +65,7 @@ def plain_dirs(bpe_tokenizer_dir, byte_tokenizer_dir, tmp_path_factory) -> list[
     return [
         bpe_tokenizer_dir,
         byte_tokenizer_dir,
+        tiny_llama_dir,
         _copy(bpe_tokenizer_dir, root / "ckpt", model_config=llama),
         _copy(
             bpe_tokenizer_dir,
