@@ -20,6 +20,7 @@ from harness.errors import UserError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerBase
 
 
 def load_tokenizer(name_or_path: str):
@@ -200,7 +201,7 @@ def _light_spec(path: str) -> tuple[Tokenizer | None, dict[str, str], str]:
     return backend, special, ""
 
 
-def load_generation_tokenizer(name_or_path: str):
+def load_generation_tokenizer(name_or_path: str) -> LightTokenizer | PreTrainedTokenizerBase:
     """The tokenizer `harness generate` uses: a `LightTokenizer` for a local directory that
     transformers would load unchanged (no transformers, no torch), else `load_tokenizer`'s."""
     if os.path.isdir(name_or_path):
