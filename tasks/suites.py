@@ -13,23 +13,8 @@ from __future__ import annotations
 from tasks.longbench.prompts import DATASETS as LONGBENCH_TASKS
 from tasks.longbench.tasks import SUITE_CATEGORIES as _LONGBENCH_CATEGORIES
 from tasks.registry import register_suite
+from tasks.ruler import RULER_TASKS  # defined once, by the family that registers them
 
-# RULER's 13 tasks in its README order (registered by tasks.ruler).
-RULER_TASKS = [
-    "niah_single_1",
-    "niah_single_2",
-    "niah_single_3",
-    "niah_multikey_1",
-    "niah_multikey_2",
-    "niah_multikey_3",
-    "niah_multivalue",
-    "niah_multiquery",
-    "vt",
-    "cwe",
-    "fwe",
-    "qa_1",
-    "qa_2",
-]
 SHORT_TASKS = ["mmlu", "hellaswag"]
 PAPER_TASKS = RULER_TASKS + list(LONGBENCH_TASKS) + SHORT_TASKS
 

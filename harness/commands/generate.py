@@ -54,14 +54,14 @@ def run(args) -> int:
     from tasks.generate import DEFAULT_SEED, generate_samples
     from tasks.lengths import format_length, parse_lengths
     from tasks.registry import get_task, resolve_tasks, split_csv
-    from tasks.tokenization import load_tokenizer
+    from tasks.tokenization import load_generation_tokenizer
 
     if args.samples < 1:
         raise UserError(f"--samples {args.samples}: pass a positive number of samples")
     lengths = parse_lengths(args.lengths)
     names = resolve_tasks(args.suite, split_csv(args.tasks), split_csv(args.exclude))
     seed = DEFAULT_SEED if args.seed is None else args.seed
-    tokenizer = load_tokenizer(args.tokenizer or str(default_tokenizer_dir()))
+    tokenizer = load_generation_tokenizer(args.tokenizer or str(default_tokenizer_dir()))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     # 'none' disables the cache, as in `harness eval` (never a directory called "none")

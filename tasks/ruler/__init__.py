@@ -9,6 +9,7 @@ from __future__ import annotations
 from tasks.registry import register_suite, register_task
 from tasks.ruler.niah import NIAH_TASKS
 
+# RULER's 13 tasks in its README order: the one list (tasks.suites, the benchmarks and tests read it)
 RULER_TASKS = [
     "niah_single_1",
     "niah_single_2",
