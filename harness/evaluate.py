@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -410,6 +411,13 @@ def _record(
     }
 
 
+def _timed(records: list[dict], since: float) -> None:
+    """Each record's share of its batch's wall time (harness plan turns it into eval time per sample)."""
+    share = (time.perf_counter() - since) / max(1, len(records))
+    for r in records:
+        r["eval_seconds"] = round(share, 6)
+
+
 def run_job(job: CheckpointJob, position: int = 0) -> int:
     """Evaluate one checkpoint's pending work, appending each finished batch; returns records added."""
     from tqdm import tqdm
@@ -445,6 +453,7 @@ def run_job(job: CheckpointJob, position: int = 0) -> int:
         chunk = len(items) if getattr(runner, "submit_all", False) else job.settings.batch_size
         for start in range(0, len(items), max(1, chunk)):
             part = items[start : start + chunk]
+            t_batch = time.perf_counter()
             preds = runner.generate(
                 [
                     GenerationRequest(it.prompt, it.sample.max_new_tokens, tuple(it.sample.metadata.get("stop", ())))
@@ -465,9 +474,11 @@ def run_job(job: CheckpointJob, position: int = 0) -> int:
                 )
                 for it, pred in zip(part, preds)
             ]
+            _timed(records, t_batch)
             added += store.append(records)
             bar.update(len(part))
         for w in job.runner_work:
+            t_batch = time.perf_counter()
             out = w.task.evaluate_with_runner(
                 runner, w.length, w.indices, job.seed, runner.tokenizer, progress=job.progress
             )
@@ -485,6 +496,7 @@ def run_job(job: CheckpointJob, position: int = 0) -> int:
                 )
                 for r in out
             ]
+            _timed(records, t_batch)
             added += store.append(records)
             bar.update(len(w.indices))
         bar.close()
@@ -554,12 +566,13 @@ def _lm_eval_version() -> str | None:
 
 
 def _family(task_name: str) -> str:
-    from tasks.registry import all_suites
+    """The task's declared family (Task.family), which names its suite in results.json."""
+    from tasks.registry import get_task
 
-    for fam in ("ruler", "longbench", "short", "icl", "icl-natural", "ppl"):
-        if task_name in all_suites().get(fam, ()):
-            return fam
-    return "other"
+    try:
+        return get_task(task_name).family or "other"
+    except UserError:  # not registered (an --exclude name the registry does not know)
+        return "other"
 
 
 def _length_controlled(task, name: str, get_task) -> bool:
