@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.errors import UserError
+from leaderboards.intervals import cell_interval, delta_interval, heatmaps
 from tasks.lengths import format_length as _format_length
 
 # results.json versions read: 1, and 2 (adds optional intervals, per-sample scores, depth heatmaps).
@@ -254,9 +255,14 @@ def _stat_cell(stats: dict, what: str, extra: str = "") -> dict:
         )
     if stats.get("num_samples") is not None:
         parts.append(f"{stats['num_samples']} samples")
+    iv = cell_interval(stats)
+    if iv is not None:
+        parts.append(f"95% interval [{iv[0]:.2f}, {iv[1]:.2f}] (bootstrap over samples and checkpoints)")
     if extra:
         parts.append(extra)
     return {
+        "ci": list(iv) if iv is not None else None,
+        "pm": f"±{(iv[1] - iv[0]) / 2:.1f}" if iv is not None else None,
         "value": float(stats["mean"]),
         "std": stats.get("std"),
         "min": stats.get("min"),
@@ -617,8 +623,17 @@ def build(
 
     if base_run is not None:
         base_row = next(r for r in rows if r["is_baseline"])
-        for row in rows:
-            row["delta"] = {c["id"]: _delta_cell(row, base_row, c, baseline) for c in columns}
+        for row, run in zip(rows, runs):
+            row["delta"] = {
+                c["id"]: _delta_cell(
+                    row,
+                    base_row,
+                    c,
+                    baseline,
+                    delta_interval(run, base_run, c) if c["numeric"] and not row["is_baseline"] else None,
+                )
+                for c in columns
+            }
         _paint(rows, columns, "delta", diverging=True)
 
     thresholds = sorted(
@@ -650,10 +665,13 @@ def build(
         "drilldown": [_drilldown(run) for run in runs],
         "provenance": _provenance(runs),
         "series": _series(runs),
+        "heatmaps": heatmaps(runs, baseline),
+        "any_intervals": any(c.get("ci") for r in rows for c in r["cells"].values()),
+        "any_delta_intervals": any(c.get("ci") for r in rows for c in (r.get("delta") or {}).values()),
     }
 
 
-def _delta_cell(row: dict, base: dict, col: dict, baseline: str) -> dict:
+def _delta_cell(row: dict, base: dict, col: dict, baseline: str, iv: dict | None = None) -> dict:
     a, b = row["cells"][col["id"]], base["cells"][col["id"]]
     if col["key"] == "tasks":
         return {**a, "title": a.get("title", "") + f"\nbaseline {baseline}: {b['text']}"}
@@ -676,12 +694,28 @@ def _delta_cell(row: dict, base: dict, col: dict, baseline: str) -> dict:
         reason = a["reason"] if a["value"] is None else f"baseline {baseline}: {b['reason']}"
         return _missing(reason)
     d = a["value"] - b["value"]
-    return {
+    cell = {
         "value": d,
         "text": fmt_delta(d),
         "reason": None,
         "title": f"{row['run']} {a['value']:.2f} − {baseline} {b['value']:.2f} = {d:+.2f}",
     }
+    if iv is not None:
+        how = (
+            f"paired bootstrap over {iv['paired_samples']} shared samples and the checkpoints"
+            if iv["paired_samples"]
+            else "unpaired bootstrap: no shared samples"
+        )
+        if iv["paired_samples"] and iv["unpaired_tasks"]:
+            how += f"; unpaired for {', '.join(iv['unpaired_tasks'])} (different samples)"
+        verdict = (
+            "significant at 95%: the interval excludes 0"
+            if iv["significant"]
+            else "not significant at 95%: the interval contains 0"
+        )
+        cell.update(ci=[iv["low"], iv["high"]], pm=f"±{(iv['high'] - iv['low']) / 2:.1f}", sig=iv["significant"])
+        cell["title"] += f"\n95% interval [{iv['low']:+.2f}, {iv['high']:+.2f}] ({how})\n{verdict}"
+    return cell
 
 
 def _drilldown(run: dict) -> dict:
