@@ -26,6 +26,15 @@ The math, in order (scores are x100):
 Excluded and unavailable tasks are listed and never averaged (as zeros or otherwise); every
 average says how many of the suite's tasks it covers (tasks_covered / tasks_total).
 
+Uncertainty (schema 2, harness/stats.py; docs/contracts.md "Intervals"): every statistic over
+checkpoints also gets `ci_low`/`ci_high`, the 95% percentile-bootstrap interval of its mean,
+resampling the samples (one draw shared by all checkpoints, which score the same samples) and the
+checkpoints; suite and summary intervals resample each task's samples and average within the
+replicate exactly as the point estimate does. Each suite keeps its per-sample scores in
+`samples` {task: {length: block}} (harness/paired.py) so a leaderboard can pair two runs' samples,
+and its niah needles' hit rate by depth in `depth_heatmap`. Records that carry `eval_seconds`
+give each task cell `seconds_per_sample` and the provenance `throughput`.
+
 Fields beyond the contract: suite `unavailable_lengths` {task: {length: reason}} passed through
 from the spec; per-stat `num_samples_range` when checkpoints have different sample
 counts; suite `per_task_summary` {task: {avg, wavg_inc, wavg_dec}}; summary `lengths_covered` /
@@ -41,10 +50,19 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
+
+from harness import stats as bootstrap
 from harness.errors import UserError
+from harness.paired import cell_replicates, is_perplexity, mean_of
+from harness.store import record_key
 from tasks.lengths import format_length
 
-SCHEMA_VERSION = 1
+# 2: intervals (ci_low/ci_high), per-sample "samples" blocks, "depth_heatmap", "intervals",
+# provenance "throughput" -- all optional, so version-1 files still read.
+SCHEMA_VERSION = 2
+# Needle depth bins of the heatmap, in percent of the haystack: [0, 10), [10, 20), ..., [90, 100].
+DEPTH_BINS = [(lo, lo + 10) for lo in range(0, 100, 10)]
 DEFAULT_THRESHOLD = 85.6
 BELOW_FIRST = "below the first length"
 # Suites whose samples are not length-controlled (LongBench at its truncation budget, MMLU and
@@ -59,11 +77,6 @@ def suite_length_controlled(spec: dict) -> bool:
     if flag is not None:
         return bool(flag)
     return sorted(int(L) for L in spec.get("lengths") or []) != [0]
-
-
-def _record_key(r: dict) -> tuple:
-    c = r["checkpoint"]
-    return (c["fingerprint"], r["task"], r["task_version"], r["length"], r["index"], r["seed"])
 
 
 def checkpoints_from_records(records: list[dict]) -> list[dict]:
@@ -124,15 +137,20 @@ def _weighted(values: list[float], weights: list[int]) -> float:
     return sum(w * v for w, v in zip(weights, values)) / sum(weights)
 
 
+def effective_length_value(means: dict[int, float], threshold: float) -> int | None:
+    """The one definition: largest evaluated L with the mean > threshold at every evaluated L' <= L."""
+    value = None
+    for L in sorted(means):
+        if not means[L] > threshold:
+            break
+        value = L
+    return value
+
+
 def effective_length(per_length: dict[str, dict], lengths: list[int], threshold: float) -> dict:
     """Largest evaluated L with the checkpoint-mean average > threshold at every evaluated L' <= L."""
     evaluated = [L for L in sorted(lengths) if str(L) in per_length]
-    value = None
-    for L in evaluated:
-        if per_length[str(L)]["mean"] > threshold:
-            value = L
-        else:
-            break
+    value = effective_length_value({L: per_length[str(L)]["mean"] for L in evaluated}, threshold)
     if not evaluated:
         label = "no length evaluated"
     else:
@@ -159,8 +177,12 @@ def _group_average(
     return out
 
 
-def _summaries(per_len: dict[int, dict[str, float]], lengths: list[int], ckpts, labels) -> dict:
-    """avg / wavg_inc / wavg_dec over all `lengths`, within each checkpoint then over checkpoints."""
+def _summaries(
+    per_len: dict[int, dict[str, float]], lengths: list[int], ckpts, labels, reps: dict | None = None, key=()
+) -> dict:
+    """avg / wavg_inc / wavg_dec over all `lengths`, within each checkpoint then over checkpoints.
+
+    reps: {length: (B, K) replicates} to give each summary its interval (the same weights per replicate)."""
     if not lengths or any(L not in per_len for L in lengths):
         return {}
     fps = [c["fingerprint"] for c in ckpts if all(c["fingerprint"] in per_len[L] for L in lengths)]
@@ -172,10 +194,31 @@ def _summaries(per_len: dict[int, dict[str, float]], lengths: list[int], ckpts, 
     for name, weights in (("avg", [1] * n), ("wavg_inc", inc), ("wavg_dec", dec)):
         per_ckpt = {fp: _weighted([per_len[L][fp] for L in lengths], weights) for fp in fps}
         out[name] = _stats(per_ckpt, ckpts, labels)
+        if reps is not None and all(L in reps for L in lengths):
+            combined = mean_of([reps[L] for L in lengths], weights)
+            out[name].update(_interval(combined, ckpts, fps, (*key, name)))
     return out
 
 
-def _aggregate_suite(spec: dict, cell: dict, counts: dict, ckpts, labels, threshold: float) -> dict:
+def _interval(reps: np.ndarray, ckpts: list[dict], fps, key: tuple) -> dict:
+    """{"ci_low", "ci_high"} of the mean over the checkpoints `fps` (columns of reps in run order)."""
+    cols = [i for i, c in enumerate(ckpts) if c["fingerprint"] in set(fps)]
+    iv = bootstrap.interval(bootstrap.over_checkpoints(reps[:, cols], bootstrap.rng_for(*key, "checkpoints")))
+    return {} if iv is None else {"ci_low": iv[0], "ci_high": iv[1]}
+
+
+def _group_reps(tasks: list[str], L: int, reps: dict) -> np.ndarray | None:
+    """Replicates of the within-checkpoint mean over tasks at one length (None if a task has none)."""
+    mats = [reps.get((t, L)) for t in tasks]
+    return None if any(m is None for m in mats) else mean_of(mats)
+
+
+def _aggregate_suite(
+    spec: dict, cell: dict, counts: dict, ckpts, labels, threshold: float, per: dict | None = None
+) -> dict:
+    """One suite's block. per: the per-sample collections (blocks, replicates, depths, timings)."""
+    per = per or {"reps": {}, "blocks": {}, "depth": {}, "seconds": {}}
+    reps = per["reps"]
     tasks = list(spec["tasks"])
     excluded = list(spec.get("excluded") or [])
     unavailable = dict(spec.get("unavailable") or {})
@@ -199,19 +242,32 @@ def _aggregate_suite(spec: dict, cell: dict, counts: dict, ckpts, labels, thresh
             stats["num_samples"] = min(num)
             if min(num) != max(num):
                 stats["num_samples_range"] = [min(num), max(num)]
+            if (t, L) in reps:
+                stats.update(_interval(reps[(t, L)], ckpts, per_ckpt, (t, L)))
+            if (t, L) in per["seconds"]:
+                secs, count = per["seconds"][(t, L)]
+                stats["seconds_per_sample"] = secs / count
             per_task[t][str(L)] = stats
-        summary = _summaries(task_len, lengths, ckpts, labels)
+        task_reps = {L: reps[(t, L)] for L in task_len if (t, L) in reps}
+        summary = _summaries(task_len, lengths, ckpts, labels, task_reps, (t,))
         if summary:
             per_task_summary[t] = summary
 
     total = len(tasks)
     suite_len = _group_average(evaluated, cell, lengths, fps)
     per_length = {}
+    len_reps = {}
     for L, (covered, per_ckpt) in suite_len.items():
         per_length[str(L)] = {**_stats(per_ckpt, ckpts, labels), "tasks_covered": len(covered), "tasks_total": total}
+        r = _group_reps(covered, L, reps)
+        if r is not None:
+            len_reps[L] = r
+            per_length[str(L)].update(_interval(r, ckpts, per_ckpt, ("suite", tuple(covered), L)))
 
     covered_everywhere = [t for t in evaluated if all(L in suite_len and t in suite_len[L][0] for L in lengths)]
-    summary = _summaries({L: pc for L, (_, pc) in suite_len.items()}, lengths, ckpts, labels)
+    summary = _summaries(
+        {L: pc for L, (_, pc) in suite_len.items()}, lengths, ckpts, labels, len_reps, ("suite", tuple(evaluated))
+    )
     length_controlled = suite_length_controlled(spec)
     summary["effective_length"] = (
         effective_length(per_length, lengths, threshold) if length_controlled else dict(NOT_LENGTH_CONTROLLED)
@@ -241,15 +297,51 @@ def _aggregate_suite(spec: dict, cell: dict, counts: dict, ckpts, labels, thresh
         out["categories"] = {}
         for cat, cat_tasks in categories.items():
             cat_eval = [t for t in cat_tasks if t in evaluated]
-            out["categories"][cat] = {
-                str(L): {
+            out["categories"][cat] = {}
+            for L, (covered, per_ckpt) in _group_average(cat_eval, cell, lengths, fps).items():
+                entry = {
                     **_stats(per_ckpt, ckpts, labels),
                     "tasks_covered": len(covered),
                     "tasks_total": len(cat_tasks),
                 }
-                for L, (covered, per_ckpt) in _group_average(cat_eval, cell, lengths, fps).items()
-            }
+                r = _group_reps(covered, L, reps)
+                if r is not None:
+                    entry.update(_interval(r, ckpts, per_ckpt, ("category", cat, tuple(covered), L)))
+                out["categories"][cat][str(L)] = entry
+    blocks = {t: {str(L): per["blocks"][(t, L)] for L in lengths if (t, L) in per["blocks"]} for t in evaluated}
+    if any(blocks.values()):
+        out["samples"] = {t: b for t, b in blocks.items() if b}
+    heatmap = _depth_heatmap(evaluated, lengths, per["depth"], ckpts)
+    if heatmap:
+        out["depth_heatmap"] = heatmap
     return out
+
+
+def _depth_heatmap(tasks: list[str], lengths: list[int], depth: dict, ckpts: list[dict]) -> dict | None:
+    """Needle hit rate (x100) by answer depth bin and length, pooled over the suite's niah tasks:
+    within each checkpoint, then the mean over checkpoints. `n` counts answer needles per checkpoint."""
+    used = sorted({t for (t, _, _, _) in depth if t in tasks})
+    if not used:
+        return None
+    cells: dict[str, list] = {}
+    for L in lengths:
+        row = []
+        for b in range(len(DEPTH_BINS)):
+            per_ckpt, n = [], 0
+            for c in ckpts:
+                acc = [depth[(t, L, c["fingerprint"], b)] for t in used if (t, L, c["fingerprint"], b) in depth]
+                hits, count = sum(a[0] for a in acc), sum(a[1] for a in acc)
+                if count:
+                    per_ckpt.append(100.0 * hits / count)
+                    n = max(n, count)
+            row.append(
+                {"mean": sum(per_ckpt) / len(per_ckpt), "n": n, "checkpoints": len(per_ckpt)} if per_ckpt else None
+            )
+        if any(row):
+            cells[str(L)] = row
+    if not cells:
+        return None
+    return {"tasks": used, "bins": [list(b) for b in DEPTH_BINS], "lengths": [int(L) for L in cells], "cells": cells}
 
 
 def aggregate(
@@ -266,9 +358,10 @@ def aggregate(
     counts: dict[tuple, int] = defaultdict(int)
     nll: dict[tuple, list[float]] = {}  # perplexity cells: [sum nll, sum scored tokens]
     seen: set[tuple] = set()
+    collected = _Collected()
     for r in records:
         fp = r["checkpoint"]["fingerprint"]
-        k = _record_key(r)
+        k = record_key(r)
         if fp not in known or k in seen:  # another (older) checkpoint, or a duplicate record
             continue
         seen.add(k)
@@ -280,21 +373,103 @@ def aggregate(
             acc = nll.setdefault(cell_key, [0.0, 0])
             acc[0] += float(meta["nll"])
             acc[1] += int(meta["tokens"])
+        collected.add(r, fp)
     cell = {k: 100.0 * sums[k] / counts[k] for k in sums}
     # A perplexity cell is the corpus perplexity exp(sum nll / sum tokens), as papers report it
     # (lower is better), not the mean of per-window scores.
     cell.update({k: math.exp(v[0] / v[1]) for k, v in nll.items() if v[1] > 0})
     perplexity_tasks = {k[0] for k in nll}
+    per = collected.finish(ckpts, labels)
+    provenance = dict(provenance)
+    if "throughput" not in provenance and collected.total_seconds > 0:
+        provenance["throughput"] = {
+            "samples_per_s": collected.total_samples / collected.total_seconds,
+            "samples": collected.total_samples,
+            "seconds": collected.total_seconds,
+            "note": "samples evaluated per second of one checkpoint's evaluation (all checkpoints pooled)",
+        }
 
     return {
         "schema_version": SCHEMA_VERSION,
         "run": run,
-        "provenance": dict(provenance),
+        "provenance": provenance,
+        "intervals": dict(bootstrap.METHOD),
         "suites": {
-            name: _perplexity_view(_aggregate_suite(spec, cell, counts, ckpts, labels, threshold), perplexity_tasks)
+            name: _perplexity_view(
+                _aggregate_suite(spec, cell, counts, ckpts, labels, threshold, per), perplexity_tasks
+            )
             for name, spec in suites.items()
         },
     }
+
+
+class _Collected:
+    """Per-sample facts gathered in the one pass over the records: scores for the samples blocks,
+    needle hits by depth for the heatmap, evaluation seconds for the throughput."""
+
+    def __init__(self) -> None:
+        self.cells: dict[tuple, dict] = {}
+        self.depth: dict[tuple, list] = {}  # (task, L, fp, bin) -> [hits, needles]
+        self.seconds: dict[tuple, list] = {}  # (task, L) -> [seconds, samples]
+        self.total_seconds = 0.0
+        self.total_samples = 0
+
+    def add(self, r: dict, fp: str) -> None:
+        task, L, meta = r["task"], int(r["length"]), r.get("metadata") or {}
+        c = self.cells.setdefault(
+            (task, L),
+            {"task_version": r["task_version"], "dataset_hash": r.get("dataset_hash"), "seed": r["seed"], "by": {}},
+        )
+        for field in ("task_version", "dataset_hash", "seed"):  # a cell mixing generators pairs with nothing
+            if c[field] != r.get(field) and not str(c[field]).startswith("mixed"):
+                c[field] = f"mixed: {c[field]}, {r.get(field)}"
+        entry = {"score": float(r["score"])}
+        if "nll" in meta and "tokens" in meta:
+            entry.update(nll=float(meta["nll"]), tokens=int(meta["tokens"]))
+        c["by"].setdefault(fp, {})[int(r["index"])] = entry
+        depths, refs = meta.get("answer_depths"), meta.get("references")
+        if depths and refs and len(depths) == len(refs) and r.get("metric"):
+            from tasks.metrics import METRICS
+
+            metric = METRICS.get(r["metric"])
+            for ref, d in zip(refs, depths):
+                # the task's own metric on this needle's answer alone: 1 when the prediction has it
+                hit = metric(r.get("prediction") or "", [ref]) if metric else float(r["score"])
+                b = min(int(float(d) // 10), len(DEPTH_BINS) - 1)
+                acc = self.depth.setdefault((task, L, fp, b), [0.0, 0])
+                acc[0] += hit
+                acc[1] += 1
+        secs = r.get("eval_seconds")
+        if isinstance(secs, (int, float)) and secs >= 0:
+            acc = self.seconds.setdefault((task, L), [0.0, 0])
+            acc[0] += float(secs)
+            acc[1] += 1
+            self.total_seconds += float(secs)
+            self.total_samples += 1
+
+    def finish(self, ckpts: list[dict], labels: dict[str, str]) -> dict:
+        blocks, reps = {}, {}
+        for (task, L), c in self.cells.items():
+            index = sorted({i for by in c["by"].values() for i in by})
+            block = {k: c[k] for k in ("task_version", "dataset_hash", "seed")}
+            block["index"] = index
+            ppl = all("nll" in e for by in c["by"].values() for e in by.values())
+            fields = ("nll", "tokens") if ppl else ("score",)
+            for field in fields:
+                block["scores" if field == "score" else field] = {
+                    labels[fp]: [_num(by[i][field]) if i in by else None for i in index]
+                    for fp, by in ((ck["fingerprint"], c["by"].get(ck["fingerprint"])) for ck in ckpts)
+                    if by is not None
+                }
+            blocks[(task, L)] = block
+            reps[(task, L)] = cell_replicates(task, L, block, [labels[ck["fingerprint"]] for ck in ckpts])
+            assert is_perplexity(block) == ppl
+        return {"blocks": blocks, "reps": reps, "depth": self.depth, "seconds": self.seconds}
+
+
+def _num(v: float) -> float:
+    """Scores kept to 6 decimals (their exact fractions do not need more), token counts as ints."""
+    return v if isinstance(v, int) else round(float(v), 6)
 
 
 def _perplexity_view(suite: dict, perplexity_tasks: set[str]) -> dict:

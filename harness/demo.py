@@ -241,45 +241,102 @@ def _eval_argv(
     return argv + list(cfg.eval_args)
 
 
+def _interval_text(stats: dict | None) -> str:
+    if not stats or stats.get("ci_low") is None:
+        return ""
+    return f" [{stats['ci_low']:.1f}, {stats['ci_high']:.1f}]"
+
+
+def _delta_cells(run: dict, base: dict, lengths: list[int]) -> list[tuple[float | None, dict | None]]:
+    """(anchor - full point difference, its paired 95% interval) per length and for Avg."""
+    from leaderboards.intervals import delta_interval
+
+    sname = next(iter(run["suites"]))
+    a, b = run["suites"][sname], base["suites"].get(sname)
+    out: list[tuple[float | None, dict | None]] = []
+    keys = [
+        (f"len:{L}", L, (a["per_length"].get(str(L)), (b or {}).get("per_length", {}).get(str(L)))) for L in lengths
+    ]
+    keys.append(("avg", None, ((a.get("summary") or {}).get("avg"), ((b or {}).get("summary") or {}).get("avg"))))
+    for key, L, (sa, sb) in keys:
+        if not sa or not sb:
+            out.append((None, None))
+            continue
+        col = {"suite": sname, "key": key, "length": L, "id": f"{sname}/{key}"}
+        out.append((sa["mean"] - sb["mean"], delta_interval(run, base, col)))
+    return out
+
+
 def _summary(results: dict[str, dict], lengths: list[int], baseline: str | None) -> str:
-    """One line per run: the suite average at each length (mean over checkpoints) and Avg."""
+    """One line per run: the suite average at each length (mean over checkpoints) and Avg, each with
+    its 95% interval; then each run minus the baseline with its paired interval, and in words which
+    of those differences are significant."""
     from harness.table import MISSING
     from tasks.lengths import format_length
 
-    header = ["run", "ckpts"] + [format_length(L) for L in lengths] + ["Avg"]
+    labels = [format_length(L) for L in lengths] + ["Avg"]
+    header = ["run", "ckpts"] + labels
     rows = []
-    base_row = None
     for name, res in results.items():
         suite = next(iter(res["suites"].values()))
-        cells = []
-        for L in lengths:
-            stats = suite["per_length"].get(str(L))
-            cells.append(stats["mean"] if stats else None)
-        avg = (suite.get("summary") or {}).get("avg")
-        cells.append(avg["mean"] if avg else None)
-        row = [name, str(len(res["run"]["checkpoints"]))] + [MISSING if c is None else f"{c:.1f}" for c in cells]
-        rows.append(row)
-        if name == baseline:
-            base_row = cells
-        results[name]["_cells"] = cells
-    if baseline and base_row is not None:
+        stats = [suite["per_length"].get(str(L)) for L in lengths] + [(suite.get("summary") or {}).get("avg")]
+        rows.append(
+            [name, str(len(res["run"]["checkpoints"]))]
+            + [MISSING if s is None else f"{s['mean']:.1f}{_interval_text(s)}" for s in stats]
+        )
+    words = []
+    if baseline and baseline in results:
         for name, res in results.items():
             if name in (baseline, "base"):
                 continue
-            cells = res["_cells"]
+            cells = _delta_cells(res, results[baseline], lengths)
             rows.append(
                 [f"{name} - {baseline}", ""]
-                + [MISSING if a is None or b is None else f"{a - b:+.1f}" for a, b in zip(cells, base_row)]
+                + [
+                    MISSING
+                    if d is None
+                    else f"{d:+.1f}"
+                    + (f" [{iv['low']:+.1f}, {iv['high']:+.1f}]{'*' if iv['significant'] else ''}" if iv else "")
+                    for d, iv in cells
+                ]
             )
-    for res in results.values():
-        res.pop("_cells", None)
+            words.append(_in_words(name, baseline, labels, cells))
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     lines = [
         "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
         for r in [header] + rows
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    if words:
+        lines += [
+            "",
+            (
+                "[low, high]: 95% bootstrap interval (runs: over samples and checkpoints; differences: paired over "
+                "the samples both runs scored); * the difference is significant at 95% (its interval excludes 0)"
+            ),
+            *words,
+        ]
     return "\n".join(lines)
+
+
+def _in_words(name: str, baseline: str, labels: list[str], cells: list) -> str:
+    sig_up = [f"{lab} ({d:+.1f})" for lab, (d, iv) in zip(labels, cells) if iv and iv["significant"] and d > 0]
+    sig_down = [f"{lab} ({d:+.1f})" for lab, (d, iv) in zip(labels, cells) if iv and iv["significant"] and d < 0]
+    unsure = [lab for lab, (d, iv) in zip(labels, cells) if iv and not iv["significant"]]
+    none = [lab for lab, (d, iv) in zip(labels, cells) if d is not None and not iv]
+    parts = []
+    if sig_up:
+        parts.append(f"{name} is significantly better than {baseline} at {', '.join(sig_up)}")
+    if sig_down:
+        parts.append(f"{name} is significantly worse than {baseline} at {', '.join(sig_down)}")
+    if unsure:
+        parts.append(
+            f"the difference is not significant at {', '.join(unsure)} (the interval contains 0: "
+            "more samples or checkpoints would be needed to tell)"
+        )
+    if none:
+        parts.append(f"no interval at {', '.join(none)} (results without per-sample scores)")
+    return f"{name} - {baseline}: " + ("; ".join(parts) if parts else "nothing to compare") + "."
 
 
 def run_demo(cfg: DemoConfig) -> dict:
@@ -361,7 +418,10 @@ def run_demo(cfg: DemoConfig) -> dict:
 
     loaded = {name: json.loads((p / "results.json").read_text(encoding="utf-8")) for name, p in results.items()}
     print()
-    print(f"suite average over {len(tasks)} tasks ({', '.join(tasks)}), x100, mean over checkpoints:")
+    print(
+        f"suite average over {len(tasks)} tasks ({', '.join(tasks)}), x100, mean over checkpoints, "
+        f"{cfg.samples} samples per task and length:"
+    )
     print(_summary(loaded, lengths, baseline))
     print()
     print(f"leaderboard: {board / 'index.html'}")

@@ -436,12 +436,13 @@ def _lm_eval_version() -> str | None:
 
 
 def _family(task_name: str) -> str:
-    from tasks.registry import all_suites
+    """The task's declared family (Task.family), which names its suite in results.json."""
+    from tasks.registry import get_task
 
-    for fam in ("ruler", "longbench", "short", "icl", "icl-natural", "ppl"):
-        if task_name in all_suites().get(fam, ()):
-            return fam
-    return "other"
+    try:
+        return get_task(task_name).family or "other"
+    except UserError:  # not registered (an --exclude name the registry does not know)
+        return "other"
 
 
 def _length_controlled(task, name: str, get_task) -> bool:

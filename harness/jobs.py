@@ -11,6 +11,7 @@ processes or on other Ray nodes receive these objects.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -109,6 +110,13 @@ def _record(
         "settings": settings,
         "metadata": metadata,
     }
+
+
+def _timed(records: list[dict], since: float) -> None:
+    """Each record's share of its batch's wall time (harness plan turns it into eval time per sample)."""
+    share = (time.perf_counter() - since) / max(1, len(records))
+    for r in records:
+        r["eval_seconds"] = round(share, 6)
 
 
 def split_job(job: CheckpointJob, parts: int) -> list[CheckpointJob]:
@@ -235,6 +243,7 @@ def _evaluate(
     chunk = len(items) if getattr(runner, "submit_all", False) else job.settings.batch_size
     for start in range(0, len(items), max(1, chunk)):
         part = items[start : start + chunk]
+        t_batch = time.perf_counter()
         preds = runner.generate(
             [
                 GenerationRequest(it.prompt, it.sample.max_new_tokens, tuple(it.sample.metadata.get("stop", ())))
@@ -255,11 +264,13 @@ def _evaluate(
             )
             for it, pred in zip(part, preds)
         ]
+        _timed(records, t_batch)
         added += store.append(records)
         bar.update(len(part))
         if report:
             report(len(part))
     for w in runner_work:
+        t_batch = time.perf_counter()
         out = w.task.evaluate_with_runner(
             runner, w.length, w.indices, job.seed, runner.tokenizer, progress=job.progress
         )
@@ -277,6 +288,7 @@ def _evaluate(
             )
             for r in out
         ]
+        _timed(records, t_batch)
         added += store.append(records)
         bar.update(len(w.indices))
         if report:

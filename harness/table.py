@@ -9,7 +9,9 @@ when one checkpoint was evaluated: its std is 0 by definition, not a measured sp
 "n=K" appended when fewer than the run's checkpoints took part, and "—" where there is no value
 (never 0). A suite that is not length-controlled (MMLU/HellaSwag at length 0) has the column
 "n/a" and effective length "n/a". Header lines give the run, the checkpoint steps, tasks covered, the effective length
-with its threshold, excluded/unavailable tasks and the settings that move scores.
+with its threshold, excluded/unavailable tasks and the settings that move scores. When the
+results carry 95% bootstrap intervals (schema 2: over samples and checkpoints, docs/contracts.md),
+a second grid of the same shape gives each cell's "[low, high]".
 """
 
 from __future__ import annotations
@@ -27,6 +29,13 @@ def format_cell(stats: dict | None, num_ckpts: int) -> str:
     if stats["n"] < num_ckpts:
         text += f" n={stats['n']}"
     return text
+
+
+def format_interval(stats: dict | None, num_ckpts: int = 0) -> str:
+    """ "[low, high]" of a statistic's 95% interval, "—" when it has none."""
+    if not stats or stats.get("ci_low") is None or stats.get("ci_high") is None:
+        return MISSING
+    return f"[{stats['ci_low']:.1f}, {stats['ci_high']:.1f}]"
 
 
 def _checkpoint_line(run: dict) -> str:
@@ -96,6 +105,18 @@ def _suite_block(name: str, suite: dict, num_ckpts: int) -> list[str]:
         out.append(f"lengths evaluated: {summary['lengths_covered']}/{summary['lengths_total']} (no Avg until all are)")
 
     header = ["Task"] + [format_length(L) for L in lengths] + [label for _, label in _SUMMARY_COLUMNS]
+    grid = out + _grid(header, _rows(suite, num_ckpts, format_cell, covered, coverage=True))
+    has_ci = any(s.get("ci_low") is not None for by in (suite.get("per_task") or {}).values() for s in by.values() if s)
+    if has_ci:
+        grid += ["", "95% intervals [low, high] of the same cells (bootstrap over samples and checkpoints)"]
+        grid += _grid(header, _rows(suite, num_ckpts, format_interval, covered, coverage=False))
+    return grid
+
+
+def _rows(suite: dict, num_ckpts: int, fmt, covered: str, coverage: bool) -> list[list[str]]:
+    """The task rows, category rows and the average row, each cell written by fmt(stats, num_ckpts)."""
+    summary = suite.get("summary", {})
+    lengths = suite.get("lengths", [])
     rows = []
     task_summaries = suite.get("per_task_summary", {})
     for task in suite.get("evaluated", []):
@@ -103,28 +124,28 @@ def _suite_block(name: str, suite: dict, num_ckpts: int) -> list[str]:
         ts = task_summaries.get(task, {})
         rows.append(
             [task]
-            + [format_cell(cells.get(str(L)), num_ckpts) for L in lengths]
-            + [format_cell(ts.get(key), num_ckpts) for key, _ in _SUMMARY_COLUMNS]
+            + [fmt(cells.get(str(L)), num_ckpts) for L in lengths]
+            + [fmt(ts.get(key), num_ckpts) for key, _ in _SUMMARY_COLUMNS]
         )
     for cat, per_len in (suite.get("categories") or {}).items():
         stats = [per_len.get(str(L)) for L in lengths]
         cov = next((s for s in stats if s), None)
         label = f"[{cat}]" + (f" ({cov['tasks_covered']}/{cov['tasks_total']})" if cov else "")
-        rows.append([label] + [format_cell(s, num_ckpts) for s in stats] + [MISSING] * len(_SUMMARY_COLUMNS))
+        rows.append([label] + [fmt(s, num_ckpts) for s in stats] + [MISSING] * len(_SUMMARY_COLUMNS))
     avg_row = [f"Average ({covered})"]
     for L in lengths:
         stats = suite.get("per_length", {}).get(str(L))
-        text = format_cell(stats, num_ckpts)
-        if stats and f"{stats['tasks_covered']}/{stats['tasks_total']}" != covered:
+        text = fmt(stats, num_ckpts)
+        if coverage and stats and f"{stats['tasks_covered']}/{stats['tasks_total']}" != covered:
             text += f" [{stats['tasks_covered']}/{stats['tasks_total']}]"
         avg_row.append(text)
     for key, _ in _SUMMARY_COLUMNS:
-        text = format_cell(summary.get(key), num_ckpts)
-        if summary.get(key) and f"{summary['tasks_covered']}/{summary['tasks_total']}" != covered:
+        text = fmt(summary.get(key), num_ckpts)
+        if coverage and summary.get(key) and f"{summary['tasks_covered']}/{summary['tasks_total']}" != covered:
             text += f" [{summary['tasks_covered']}/{summary['tasks_total']}]"
         avg_row.append(text)
     rows.append(avg_row)
-    return out + _grid(header, rows)
+    return rows
 
 
 def format_table(results: dict) -> str:
@@ -139,6 +160,12 @@ def format_table(results: dict) -> str:
     prov = _provenance_line(results.get("provenance", {}))
     if prov:
         lines.append(prov)
+    iv = results.get("intervals")
+    if iv:
+        lines.append(
+            f"intervals: {iv.get('level', 0.95) * 100:g}% {iv.get('method', 'bootstrap')} of each mean "
+            f"({iv.get('resamples')} resamples of the samples and the checkpoints)"
+        )
     for name, suite in results.get("suites", {}).items():
         lines.append("")
         lines += _suite_block(name, suite, num_ckpts)

@@ -17,24 +17,20 @@ from collections import Counter
 from pathlib import Path
 
 from harness.errors import UserError
+from leaderboards.intervals import cell_interval, delta_interval, heatmaps
 from tasks.lengths import format_length as _format_length
 
-SCHEMA_VERSION = 1
+# results.json versions read: 1, and 2 (adds optional intervals, per-sample scores, depth heatmaps).
+SCHEMA_VERSION = 2
 
-# Display names; unknown suites/tasks show their own name.
-SUITE_LABELS = {
-    "ruler": "RULER",
-    "longbench": "LongBench",
-    "short": "Short context",
-    "icl": "ICL",
-    "ppl": "Perplexity",
-    "paper": "Paper suite",
-}
-_PREFIX_LABELS = {"ruler": "RULER", "longbench": "LongBench", "icl": "ICL"}
-# Suites scored so that lower is better (perplexity): no "best" mark, colour scale reversed.
-LOWER_IS_BETTER = {"ppl"}
-# Column-group order; suites not listed come after, alphabetically.
-SUITE_ORDER = ["ruler", "paper", "longbench", "icl", "short", "ppl"]
+# Suite labels, "higher is better" and the column-group order are declared by the suites
+# themselves (tasks.registry.register_suite); unknown suites show their own name.
+
+
+def _declared(name: str):
+    from tasks.registry import suite_info
+
+    return suite_info(name)
 
 
 def format_length(value: int) -> str:
@@ -44,12 +40,29 @@ def format_length(value: int) -> str:
 
 def suite_label(name: str) -> str:
     """ "ruler" -> RULER, "ruler-llama2" -> RULER llama2, "longbench-icl" -> LongBench ICL."""
-    if name in SUITE_LABELS:
-        return SUITE_LABELS[name]
+    info = _declared(name)
+    if info is not None and info.label:
+        return info.label
     head, _, rest = name.partition("-")
-    if head in _PREFIX_LABELS and rest:
-        return f"{_PREFIX_LABELS[head]} {rest.upper() if len(rest) <= 3 else rest}"
+    head_info = _declared(head) if rest else None
+    if head_info is not None and head_info.label:  # a variant of a labelled suite
+        return f"{head_info.label} {rest.upper() if len(rest) <= 3 else rest}"
     return name
+
+
+def lower_is_better(name: str) -> bool:
+    """Suites scored so that lower is better (perplexity): no "best" mark, colour scale reversed."""
+    info = _declared(name)
+    return info is not None and not info.higher_is_better
+
+
+def suite_rank(name: str) -> tuple:
+    """Column-group order: the declared order of the suite (or of the suite it is a variant of)."""
+    for candidate in (name, name.partition("-")[0]):
+        info = _declared(candidate)
+        if info is not None and info.order is not None:
+            return (info.order, name)
+    return (float("inf"), name)
 
 
 def is_ruler(name: str) -> bool:
@@ -123,9 +136,9 @@ def validate(data, path: Path | str) -> dict:
 
     if not isinstance(data, dict):
         bad("top level is not an object")
-    if data.get("schema_version") != SCHEMA_VERSION:
+    if data.get("schema_version") not in range(1, SCHEMA_VERSION + 1):
         raise UserError(
-            f"{path}: results schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}: "
+            f"{path}: results schema_version {data.get('schema_version')!r} is not 1..{SCHEMA_VERSION}: "
             "re-create it with this version of `harness eval`"
         )
     run = data.get("run")
@@ -200,12 +213,10 @@ def load_runs(paths) -> list[dict]:
 
 def effective_length(per_length_mean: dict[int, float], threshold: float) -> tuple[int | None, str]:
     """Largest evaluated L with the mean above threshold at every evaluated length <= L."""
-    value = None
-    for length in sorted(per_length_mean):
-        if not per_length_mean[length] > threshold:
-            break
-        value = length
-    return value, (format_length(value) if value is not None else "below the first length")
+    from harness.aggregate import BELOW_FIRST, effective_length_value  # the one definition
+
+    value = effective_length_value(per_length_mean, threshold)
+    return value, (format_length(value) if value is not None else BELOW_FIRST)
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -244,9 +255,14 @@ def _stat_cell(stats: dict, what: str, extra: str = "") -> dict:
         )
     if stats.get("num_samples") is not None:
         parts.append(f"{stats['num_samples']} samples")
+    iv = cell_interval(stats)
+    if iv is not None:
+        parts.append(f"95% interval [{iv[0]:.2f}, {iv[1]:.2f}] (bootstrap over samples and checkpoints)")
     if extra:
         parts.append(extra)
     return {
+        "ci": list(iv) if iv is not None else None,
+        "pm": f"±{(iv[1] - iv[0]) / 2:.1f}" if iv is not None else None,
         "value": float(stats["mean"]),
         "std": stats.get("std"),
         "min": stats.get("min"),
@@ -487,13 +503,13 @@ def _paint(rows: list[dict], columns: list[dict], cells_key: str, diverging: boo
                 cell["color"] = _diverging(cell["value"], max(abs(lo), abs(hi)))
             else:
                 t = (cell["value"] - lo) / (hi - lo) if hi > lo else 0.5
-                cell["color"] = _color(1 - t if col["suite"] in LOWER_IS_BETTER else t)
+                cell["color"] = _color(1 - t if lower_is_better(col["suite"]) else t)
         comparable = [
             r[cells_key][col["id"]]["value"]
             for r in rows
             if col["suite"] not in r["flag_suites"] and r[cells_key][col["id"]]["value"] is not None
         ]
-        if diverging or len(comparable) < 2 or col["suite"] in LOWER_IS_BETTER:
+        if diverging or len(comparable) < 2 or lower_is_better(col["suite"]):
             continue
         for r in rows:
             cell = r[cells_key][col["id"]]
@@ -566,8 +582,7 @@ def build(
         raise UserError(f"--threshold {threshold} is outside 0..100: scores are percentages (RULER uses 85.6)")
 
     present = {s for r in runs for s in r["suites"]}
-    rank = lambda s: next((i for i, p in enumerate(SUITE_ORDER) if s == p or s.startswith(p + "-")), len(SUITE_ORDER))
-    suite_names = sorted(present, key=lambda s: (rank(s), s))
+    suite_names = sorted(present, key=suite_rank)
     columns = [c for s in suite_names for c in _suite_columns(s, [r["suites"][s] for r in runs if s in r["suites"]])]
     groups = []
     for c in columns:
@@ -608,8 +623,17 @@ def build(
 
     if base_run is not None:
         base_row = next(r for r in rows if r["is_baseline"])
-        for row in rows:
-            row["delta"] = {c["id"]: _delta_cell(row, base_row, c, baseline) for c in columns}
+        for row, run in zip(rows, runs):
+            row["delta"] = {
+                c["id"]: _delta_cell(
+                    row,
+                    base_row,
+                    c,
+                    baseline,
+                    delta_interval(run, base_run, c) if c["numeric"] and not row["is_baseline"] else None,
+                )
+                for c in columns
+            }
         _paint(rows, columns, "delta", diverging=True)
 
     thresholds = sorted(
@@ -641,10 +665,13 @@ def build(
         "drilldown": [_drilldown(run) for run in runs],
         "provenance": _provenance(runs),
         "series": _series(runs),
+        "heatmaps": heatmaps(runs, baseline),
+        "any_intervals": any(c.get("ci") for r in rows for c in r["cells"].values()),
+        "any_delta_intervals": any(c.get("ci") for r in rows for c in (r.get("delta") or {}).values()),
     }
 
 
-def _delta_cell(row: dict, base: dict, col: dict, baseline: str) -> dict:
+def _delta_cell(row: dict, base: dict, col: dict, baseline: str, iv: dict | None = None) -> dict:
     a, b = row["cells"][col["id"]], base["cells"][col["id"]]
     if col["key"] == "tasks":
         return {**a, "title": a.get("title", "") + f"\nbaseline {baseline}: {b['text']}"}
@@ -667,12 +694,28 @@ def _delta_cell(row: dict, base: dict, col: dict, baseline: str) -> dict:
         reason = a["reason"] if a["value"] is None else f"baseline {baseline}: {b['reason']}"
         return _missing(reason)
     d = a["value"] - b["value"]
-    return {
+    cell = {
         "value": d,
         "text": fmt_delta(d),
         "reason": None,
         "title": f"{row['run']} {a['value']:.2f} − {baseline} {b['value']:.2f} = {d:+.2f}",
     }
+    if iv is not None:
+        how = (
+            f"paired bootstrap over {iv['paired_samples']} shared samples and the checkpoints"
+            if iv["paired_samples"]
+            else "unpaired bootstrap: no shared samples"
+        )
+        if iv["paired_samples"] and iv["unpaired_tasks"]:
+            how += f"; unpaired for {', '.join(iv['unpaired_tasks'])} (different samples)"
+        verdict = (
+            "significant at 95%: the interval excludes 0"
+            if iv["significant"]
+            else "not significant at 95%: the interval contains 0"
+        )
+        cell.update(ci=[iv["low"], iv["high"]], pm=f"±{(iv['high'] - iv['low']) / 2:.1f}", sig=iv["significant"])
+        cell["title"] += f"\n95% interval [{iv['low']:+.2f}, {iv['high']:+.2f}] ({how})\n{verdict}"
+    return cell
 
 
 def _drilldown(run: dict) -> dict:

@@ -32,7 +32,7 @@ def render_html(board: dict, generated: str | None = None) -> str:
     from harness import __version__
     from harness.provenance import now_iso
     from leaderboards.export import table_data, to_markdown
-    from leaderboards.svg import length_chart, step_chart
+    from leaderboards.svg import depth_heatmap, length_chart, step_chart
 
     series = board["series"]
     charts = {
@@ -45,6 +45,7 @@ def render_html(board: dict, generated: str | None = None) -> str:
         "by_step": [
             step_chart(s) for s in series["by_step"] if len({st for l in s["lines"] for st, _ in l["points"]}) > 1
         ],
+        "heatmaps": [depth_heatmap(h) for h in board.get("heatmaps") or []],
     }
     markdown = {v: to_markdown(board, v) for v in (["scores", "delta"] if board["baseline"] else ["scores"])}
     return (

@@ -244,3 +244,101 @@ def step_chart(run_series: dict, width: int = 420, height: int = 280) -> Markup:
         None,
         "by-step",
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# Needle depth x length heatmap
+
+# Sequential: white to dark blue (one hue, so it reads the same with any colour-vision deficiency);
+# diverging: orange (below the baseline) to white to blue (above), as the table's delta colours.
+_SEQ = ((247, 251, 255), (8, 81, 156))
+_DIV_NEG, _DIV_POS = (230, 97, 1), (33, 102, 172)
+
+
+def _mix(a: tuple, b: tuple, t: float) -> tuple[int, int, int]:
+    t = min(1.0, max(0.0, t))
+    return tuple(round(x + (y - x) * t) for x, y in zip(a, b))  # type: ignore[return-value]
+
+
+def heat_color(value: float, diverging: bool = False, scale: float = 100.0) -> tuple[int, int, int]:
+    """Fill of a heatmap cell: 0..100 on the sequential scale, or -scale..+scale on the diverging one."""
+    if diverging:
+        t = abs(value) / scale if scale > 0 else 0.0
+        return _mix((255, 255, 255), _DIV_POS if value > 0 else _DIV_NEG, t)
+    return _mix(_SEQ[0], _SEQ[1], value / 100.0)
+
+
+def _ink(rgb: tuple[int, int, int]) -> str:
+    """Dark or white text, whichever contrasts more with the fill (relative luminance, WCAG)."""
+
+    def lin(c: int) -> float:
+        c = c / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    lum = 0.2126 * lin(rgb[0]) + 0.7152 * lin(rgb[1]) + 0.0722 * lin(rgb[2])
+    return "#ffffff" if (1.05 / (lum + 0.05)) > ((lum + 0.05) / 0.05) else "#1d2430"
+
+
+def depth_heatmap(hm: dict, cell_w: int = 58, cell_h: int = 22) -> Markup:
+    """Needle hit rate (or its difference from the baseline) by depth bin (rows) and length (columns).
+
+    Each cell prints its value and has a <title> with the value, bin, length and needle count, so
+    nothing depends on reading the colour."""
+    delta = hm["kind"] == "delta"
+    lengths, bins = hm["lengths"], hm["bins"]
+    who = f"{hm['run']} − {hm['baseline']}" if delta else hm["run"]
+    what = "needle hit rate, difference (points)" if delta else "needle hit rate (%)"
+    title = f"{who}: {what} by depth and length"
+    tasks = ", ".join(hm.get("tasks") or [])
+    left, top, right, bottom = 70, 58, 12, 34
+    # wide enough for the three heading lines (about 6.5 px a character at this size)
+    width = max(left + cell_w * len(lengths) + right, round(6.5 * max(len(who), len(what), len(tasks))) + 10)
+    height = top + cell_h * len(bins) + bottom
+    values = [c["mean"] for L in lengths for c in hm["cells"][str(L)] if c is not None]
+    scale = max([abs(v) for v in values] + [1e-9]) if delta else 100.0
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart heatmap" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" '
+        f'data-chart="heatmap" data-kind="{escape(hm["kind"])}" data-run="{escape(hm["run"])}">'
+    ]
+    out.append(f'<text class="chart-title" x="4" y="16">{escape(who)}</text>')
+    out.append(f'<text class="axis-title" x="4" y="31">{escape(what)}</text>')
+    out.append(f'<text class="axis-title" x="4" y="45">{escape(tasks)}</text>')
+    for j, L in enumerate(lengths):
+        x = left + j * cell_w + cell_w / 2
+        out.append(
+            f'<text class="tick" x="{x:.1f}" y="{top + cell_h * len(bins) + 15}" text-anchor="middle">'
+            f"{escape(format_length(L))}</text>"
+        )
+    for i, (lo, hi) in enumerate(bins):
+        y = top + i * cell_h + cell_h / 2 + 4
+        out.append(f'<text class="tick" x="{left - 6}" y="{y:.1f}" text-anchor="end">{lo}–{hi}%</text>')
+    for j, L in enumerate(lengths):
+        for i, cell in enumerate(hm["cells"][str(L)]):
+            x, y = left + j * cell_w, top + i * cell_h
+            lo, hi = bins[i]
+            where = f"{format_length(L)}, depth {lo}–{hi}%"
+            if cell is None:
+                out.append(
+                    f'<rect class="empty" x="{x}" y="{y}" width="{cell_w - 1}" height="{cell_h - 1}" fill="#f3f4f6">'
+                    f"<title>{escape(who)} · {escape(where)}: no needle at this depth</title></rect>"
+                )
+                continue
+            v = cell["mean"]
+            rgb = heat_color(v, delta, scale)
+            text = (f"{v:+.0f}".replace("-", "−") if round(v) != 0 else "0") if delta else f"{v:.0f}"
+            tip = f"{who} · {where}: {'Δ ' if delta else ''}{v:+.1f}" if delta else f"{who} · {where}: {v:.1f}"
+            tip += f" ({cell['n']} needle{'s' if cell['n'] != 1 else ''} per checkpoint, mean over checkpoints)"
+            out.append(
+                f'<g class="cell" data-length="{L}" data-bin="{lo}" data-value="{v:.4f}">'
+                f'<rect x="{x}" y="{y}" width="{cell_w - 1}" height="{cell_h - 1}" fill="rgb{rgb}" stroke="#d8dde5">'
+                f"<title>{escape(tip)}</title></rect>"
+                f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 4:.1f}" text-anchor="middle" fill="{_ink(rgb)}">'
+                f"{escape(text)}<title>{escape(tip)}</title></text></g>"
+            )
+    out.append(
+        f'<text class="axis-title" x="{left + cell_w * len(lengths) / 2:.1f}" y="{height - 3}" '
+        f'text-anchor="middle">context length</text>'
+    )
+    out.append("</svg>")
+    return Markup("".join(out))

@@ -179,4 +179,11 @@ class LongPPL(Task):
         return out
 
 
-register_suite("ppl", ["ppl"], "Long-document perplexity at each length (set HARNESS_PPL_DATA to held-out documents)")
+register_suite(
+    "ppl",
+    ["ppl"],
+    "Long-document perplexity at each length (set HARNESS_PPL_DATA to held-out documents)",
+    label="Perplexity",
+    higher_is_better=False,
+    order=5,
+)

@@ -7,6 +7,7 @@ family modules on first use so `harness --help` stays light.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 
 from harness.errors import UserError
 from tasks.base import Task
@@ -14,6 +15,7 @@ from tasks.base import Task
 _TASKS: dict[str, type[Task]] = {}
 _SUITES: dict[str, list[str]] = {}
 _SUITE_HELP: dict[str, str] = {}
+_SUITE_INFO: dict[str, SuiteInfo] = {}
 
 # Family modules that register tasks/suites on import. A module that fails to import is an error:
 # skipping it would silently drop a whole task family.
@@ -28,9 +30,34 @@ def register_task(cls: type[Task]) -> type[Task]:
     return cls
 
 
-def register_suite(name: str, task_names: list[str], help: str = "") -> None:
+@dataclass(frozen=True)
+class SuiteInfo:
+    """How reports show a suite: its label, whether a higher score is better, and its place among
+    the column groups (lower first; suites without one come after, alphabetically)."""
+
+    label: str | None = None
+    higher_is_better: bool = True
+    order: int | None = None
+
+
+def register_suite(
+    name: str,
+    task_names: list[str],
+    help: str = "",
+    *,
+    label: str | None = None,
+    higher_is_better: bool = True,
+    order: int | None = None,
+) -> None:
     _SUITES[name] = list(task_names)
     _SUITE_HELP[name] = help
+    _SUITE_INFO[name] = SuiteInfo(label, higher_is_better, order)
+
+
+def suite_info(name: str) -> SuiteInfo | None:
+    """What the suite declared when it registered; None for a name no family registers."""
+    _load_families()
+    return _SUITE_INFO.get(name)
 
 
 def _load_families() -> None:

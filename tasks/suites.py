@@ -33,4 +33,10 @@ def suite_categories(name: str) -> dict[str, list[str]]:
     return {k: list(v) for k, v in _CATEGORIES.get(name, {}).items()}
 
 
-register_suite("paper", PAPER_TASKS, "The paper's table: RULER (13) + LongBench (21) + MMLU + HellaSwag")
+register_suite(
+    "paper",
+    PAPER_TASKS,
+    "The paper's table: RULER (13) + LongBench (21) + MMLU + HellaSwag",
+    label="Paper suite",
+    order=1,
+)

@@ -241,6 +241,7 @@ def _make(dataset: str, natural: bool) -> type[ICLTask]:
             "name": name,
             "dataset": dataset,
             "natural": natural,
+            "family": "icl-natural" if natural else "icl",  # reported as its own suite (harness/evaluate.py)
             "__doc__": f"HELMET ICL {dataset}, {'natural labels' if natural else 'labels mapped to random integers'}",
         },
     )
@@ -252,5 +253,7 @@ register_suite(
     "icl",
     [f"icl_{d}" for d in DATASETS],
     "HELMET many-shot ICL (TREC coarse/fine, Banking77, Clinic150, NLU), random-integer labels",
+    label="ICL",
+    order=3,
 )
 register_suite("icl-natural", [f"icl_{d}_natural" for d in DATASETS], "HELMET many-shot ICL with natural label names")

@@ -165,7 +165,11 @@ for _b, _suffix in E_BUCKET_SUFFIX.items():
     SUITE_CATEGORIES[f"longbench-e-{_suffix.replace('_', '-')}"] = _categories(f"_e_{_suffix}", E_DATASETS)
 
 register_suite(
-    "longbench", list(DATASETS), "LongBench v1: all 21 tasks, six categories (set HARNESS_LONGBENCH offline)"
+    "longbench",
+    list(DATASETS),
+    "LongBench v1: all 21 tasks, six categories (set HARNESS_LONGBENCH offline)",
+    label="LongBench",
+    order=2,
 )
 register_suite("longbench-en", ENGLISH, "LongBench v1, English and code tasks only (16)")
 register_suite("longbench-icl", list(ICL), "LongBench few-shot (ICL) tasks: trec, triviaqa, samsum, lsht")

@@ -37,7 +37,9 @@ from tasks.ruler.vt import VtTask
 for _cls in (VtTask, CweTask, FweTask, Qa1, Qa2):
     register_task(_cls)
 
-register_suite("ruler", RULER_TASKS, help="RULER: 13 synthetic long-context tasks (NVIDIA/RULER)")
+register_suite(
+    "ruler", RULER_TASKS, help="RULER: 13 synthetic long-context tasks (NVIDIA/RULER)", label="RULER", order=0
+)
 register_suite(
     "ruler-llama2",
     [t for t in RULER_TASKS if t not in ("niah_multikey_3", "cwe")],

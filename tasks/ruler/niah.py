@@ -175,6 +175,13 @@ class NiahPlan:
         picked = rng.sample(range(num_k), cfg.num_q)
         queries = [keys[i] for i in picked]
         self.references = [a for i in picked for a in values[i]]
+        # Which needle holds each reference (depth metadata only: nothing here draws from rng).
+        text_of = {
+            (keys[i], v): T.NEEDLE.format(type_needle_v=cfg.type_v, key=keys[i], value=v)
+            for i in picked
+            for v in values[i]
+        }
+        self.answer_needles = [needles.index(text_of[(keys[i], v)]) for i in picked for v in values[i]]
         self.query = ", ".join(queries[:-1]) + ", and " + queries[-1] if len(queries) > 1 else queries[0]
         template, prefix, type_v = T.NIAH_TEMPLATE, T.NIAH_ANSWER_PREFIX, cfg.type_v
         if cfg.num_q * cfg.num_v == 1:
@@ -197,14 +204,19 @@ class NiahPlan:
             self._dbase = None
 
     # -- rendering ---------------------------------------------------------------------------
-    def _lines(self, n: int, base: list[str]) -> str:
+    def _line_positions(self, n: int) -> list[int]:
+        """The haystack line each needle (in self.needles order) is inserted before."""
         r = sample_rng(*self.parts, "positions", n)
+        return sorted(r.sample(range(n), len(self.needles)), reverse=True)
+
+    def _lines(self, n: int, base: list[str]) -> str:
         lines = list(base)
-        for index, element in zip(sorted(r.sample(range(n), len(self.needles)), reverse=True), self.needles):
+        for index, element in zip(self._line_positions(n), self.needles):
             lines.insert(index, element)
         return "\n".join(lines)
 
-    def _essay(self, n: int) -> str:
+    def _essay_layout(self, n: int) -> tuple[list[str], list[int], list[int]]:
+        """(words, sentence starts up to n, [0] + the needles' sentence cut points + [num_sents])."""
         words, starts = self.essays.words, self.essays.starts
         W = len(words)
         if n > W:
@@ -214,6 +226,10 @@ class NiahPlan:
         starts = starts[: int(np.searchsorted(starts, n, side="left"))] + [n]
         num_sents = len(starts) - 1
         pos = [0] + sorted(int(num_sents * (d / 100)) for d in self.depths) + [num_sents]
+        return words, starts, pos
+
+    def _essay(self, n: int) -> str:
+        words, starts, pos = self._essay_layout(n)
         parts = []
         for i in range(1, len(pos)):
             parts.append(" ".join(words[starts[pos[i - 1]] : starts[pos[i]]]))
@@ -284,8 +300,24 @@ class NiahPlan:
         self._extend(int(n.max()))
         return self._dcum[n]
 
+    def needle_depths(self, n: int) -> list[float]:
+        """Depth of each needle (self.needles order), 0-100: the share of the haystack's units
+        (lines, or essay words) before it, as rendered at n units."""
+        if self.cfg.haystack == "essay":
+            _, starts, pos = self._essay_layout(n)
+            before = [starts[p] for p in pos[1:-1]]
+        else:
+            before = self._line_positions(n)
+        return [round(100.0 * b / n, 2) if n else 0.0 for b in before]
+
     def metadata(self, n: int) -> dict:
-        return {"haystack": self.cfg.haystack}
+        depths = self.needle_depths(n)
+        return {
+            "haystack": self.cfg.haystack,
+            "needle_depths": depths,
+            # aligned with the references: the depth of the needle that holds each answer
+            "answer_depths": [depths[i] for i in self.answer_needles],
+        }
 
 
 class NiahTask(RulerTask):

@@ -137,5 +137,9 @@ class HellaSwag(_LmEvalTask):
 
 
 register_suite(
-    "short", ["mmlu", "hellaswag"], "Short-context retention: MMLU 5-shot acc, HellaSwag 0-shot acc_norm (lm-eval)"
+    "short",
+    ["mmlu", "hellaswag"],
+    "Short-context retention: MMLU 5-shot acc, HellaSwag 0-shot acc_norm (lm-eval)",
+    label="Short context",
+    order=4,
 )

@@ -86,7 +86,7 @@ def test_hand_computed_two_tasks_two_lengths_three_checkpoints():
     recs.append(record("A", 4096, stale, 0, 0.0))
     recs.append(dict(recs[0], score=0.0))  # a duplicate key: the first one counts
     res = aggregate(recs, SUITES, RUN, PROV)
-    assert res["schema_version"] == 1 and res["provenance"] == PROV and res["run"]["checkpoints"] == CKPTS
+    assert res["schema_version"] == 2 and res["provenance"] == PROV and res["run"]["checkpoints"] == CKPTS
     s = res["suites"]["toy"]
     assert (
         s["evaluated"] == ["A", "B"]

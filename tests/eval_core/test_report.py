@@ -150,3 +150,15 @@ def test_report_bad_dir_and_corrupt_store_exit_2(tmp_path, capsys):
         f.write("garbage\n" + json.dumps(make_records()[2]) + "\n")
     assert main(["report", str(tmp_path)]) == 2
     assert "line 4 is corrupt" in capsys.readouterr().err
+
+
+def test_format_table_shows_the_intervals():
+    res = aggregate(make_records({("A", 4096): (100, 50, 75)}), SUITES, RUN, PROV)
+    cell = res["suites"]["toy"]["per_task"]["A"]["4096"]
+    out = format_table(res)
+    interval = f"[{cell['ci_low']:.1f}, {cell['ci_high']:.1f}]"
+    rows = [line for line in out.splitlines() if line.startswith("A ")]
+    assert rows[0].split()[1:3] == ["75.0", "±25.0"] and interval in rows[1]
+    assert rows[1].split()[3:] == ["—", "—", "—", "—"]
+    assert "intervals: 95% percentile bootstrap of each mean (2000 resamples" in out
+    assert cell["ci_low"] < 75 < cell["ci_high"]

@@ -217,3 +217,36 @@ def test_screenshot_is_not_blank(driver, site, width):
     # The scores are on screen at phone width (the model path columns give way).
     first_score = driver.find_element(By.CSS_SELECTOR, "#lb-scores tbody tr td.n.first")
     assert first_score.location["x"] + first_score.size["width"] <= width
+
+
+from .paired_fixtures import paired_dir, paired_site  # noqa: E402,F401  (schema-2 runs with samples)
+
+
+def test_intervals_significance_and_heatmaps_render(driver, paired_site):
+    _open(driver, paired_site)
+    assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
+    # Scores view: every score cell shows the half-width of its interval; the legend explains it.
+    pms = [e for e in driver.find_elements(By.CSS_SELECTOR, "#lb-scores tbody td .pm") if e.is_displayed()]
+    assert pms and all(e.text.startswith("±") for e in pms)
+    legend = driver.find_element(By.CSS_SELECTOR, "p.legend")
+    assert "half-width of the 95% interval" in legend.text
+    # Delta view: the shifted run is marked significant, the identical one is not, the legend says what * means.
+    driver.find_element(By.CSS_SELECTOR, 'button.view[data-view="delta"]').click()
+    rows = {
+        r.find_element(By.CSS_SELECTOR, ".run-name").text: r
+        for r in driver.find_elements(By.CSS_SELECTOR, "#lb-delta tbody tr")
+    }
+    sig = lambda name: [e for e in rows[name].find_elements(By.CSS_SELECTOR, ".sig") if e.is_displayed()]
+    assert len(sig("anchor")) >= 3 and sig("same") == []
+    cell = sig("anchor")[0].find_element(By.XPATH, "..")
+    assert "significant at 95%" in cell.get_attribute("title") and "paired bootstrap" in cell.get_attribute("title")
+    assert "significant at 95%: the interval excludes 0" in legend.text
+    # Heatmaps: three runs and two deltas, drawn inline, each value readable on hover (<title>).
+    maps = driver.find_elements(By.CSS_SELECTOR, "section.heatmaps svg.heatmap")
+    assert len(maps) == 5 and all(m.is_displayed() and m.size["width"] > 100 for m in maps)
+    assert {m.get_attribute("data-kind") for m in maps} == {"scores", "delta"}
+    tip = maps[0].find_element(By.CSS_SELECTOR, "g.cell rect title").get_attribute("textContent")
+    assert "depth" in tip and "needle" in tip
+    assert driver.execute_script("return performance.getEntriesByType('resource').length") == 0
+    img = _screenshot(driver, paired_site, 1280, "leaderboard-paired-1280.png")
+    assert img.width > 1000

@@ -150,10 +150,10 @@ def test_load_runs_errors(tmp_path, results_dir, runs_data):
     with pytest.raises(UserError, match="not valid JSON|corrupt"):
         load_runs([bad])
     data = json.loads(json.dumps(runs_data["full"][0]))
-    data["schema_version"] = 2
-    (tmp_path / "v2.json").write_text(json.dumps(data))
-    with pytest.raises(UserError, match="schema_version 2"):
-        load_runs([tmp_path / "v2.json"])
+    data["schema_version"] = 3
+    (tmp_path / "v3.json").write_text(json.dumps(data))
+    with pytest.raises(UserError, match="schema_version 3"):
+        load_runs([tmp_path / "v3.json"])
     data["schema_version"] = 1
     data["suites"]["ruler"]["per_length"]["4096"]["mean"] = "high"
     (tmp_path / "str.json").write_text(json.dumps(data))
