@@ -78,9 +78,13 @@ def loss_sum(logits, targets):
 def _resolve_kernel(kernel: str, device, sp_size: int = 1) -> str:
     """auto: varlen on CUDA (flex under sequence parallelism, whose shards need the window layout), sdpa-doc on CPU."""
     if kernel == "auto":
-        if device.type != "cuda":
-            return "sdpa-doc"
-        return "flex" if sp_size > 1 else "varlen"
+        import sys
+
+        from training.attention import backend_of
+
+        picked = "sdpa-doc" if device.type != "cuda" else ("flex" if sp_size > 1 else "varlen")
+        print(f"--kernel auto: {picked} ({backend_of(picked)}) on {device.type}", file=sys.stderr, flush=True)
+        return picked
     return kernel
 
 

@@ -57,6 +57,7 @@ from harness.diagnose.precision import (
     logits,
     low_precision,
     rope_cos_sin,
+    torch_dtype,
 )
 from harness.errors import UserError
 
@@ -67,6 +68,26 @@ DEFAULT_DELTA2 = 16
 DEFAULT_LOGIT_LENGTHS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 PER_TOKEN_DELTA1 = 0
 LOGIT_DELTA1 = 0
+DEFAULT_MAX_BYTES = 1 << 28
+# On CUDA: this share of the free memory for row blocks, the same again for stored q/k.
+CUDA_MEMORY_SHARE = 0.3
+
+
+def working_bytes(max_bytes: int | None, device) -> int:
+    """The memory budget of one measure(): `max_bytes` when given, else by device.
+
+    On a GPU the fixed CPU budget would cut a 7B/L=4096 layer into blocks of 51 rows and one shift
+    at a time (hundreds of thousands of small kernels, Δ2 rows recomputed per shift); a share of the
+    free memory lets every shift of a layer go through one batched block of 256 rows.
+    """
+    if max_bytes is not None:
+        return int(max_bytes)
+    import torch
+
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+        return max(DEFAULT_MAX_BYTES, int(free * CUDA_MEMORY_SHARE))
+    return DEFAULT_MAX_BYTES
 
 
 @dataclass(frozen=True)
@@ -78,7 +99,9 @@ class Settings:
     kernel: str = "eager"
     rope_angles: str = "model"  # "model": transformers' own (float32) angles; "fp64": recomputed in float64
     sources: bool = True
-    max_bytes: int = 1 << 28  # working memory of one block of attention rows
+    # Working memory for blocks of attention rows and for stored q/k; None: by device
+    # (DEFAULT_MAX_BYTES on CPU, a share of the free memory on CUDA; see working_bytes).
+    max_bytes: int | None = None
 
     def needed_length(self) -> int:
         return max([self.seq_len, *self.logit_lengths])
@@ -120,7 +143,7 @@ MAX_BLOCK_ROWS = 256
 
 
 def attention_difference(
-    q1_HLD, k1_HLD, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = 1 << 28
+    q1_HLD, k1_HLD, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> LayerDiff:
     """Column sums of |softmax rows(Δ1) − softmax rows(Δ2)| for one layer, in blocks of rows.
 
@@ -130,32 +153,40 @@ def attention_difference(
 
 
 def attention_differences(
-    qk1, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = 1 << 28
+    qk1, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> list[LayerDiff]:
-    """attention_difference for several (q1, k1) against one (q2, k2): the Δ2 rows are built once."""
+    """attention_difference for several (q1, k1) against one (q2, k2), all shifts in one batch.
+
+    Δ2 and every Δ1 are stacked on a leading axis and go through one batched product, softmax and
+    difference per block of rows: the Δ2 rows are built once, the kernels launched once per block
+    (not once per shift), and an equal shift gives bitwise-equal rows (one batched matmul).
+    """
     import torch
 
     num_heads, length, _ = q2_HLD.shape
-    k2_HLD = _expand_kv(k2_HLD, num_heads)
-    qk1 = [(q, _expand_kv(k, num_heads)) for q, k in qk1]
+    shifts = len(qk1)
+    p = torch_dtype(product)
+    q = torch.stack([q2_HLD.to(p), *(q.to(p) for q, _ in qk1)])  # [S+1, H, L, D]
+    k = torch.stack([_expand_kv(k2_HLD, num_heads).to(p), *(_expand_kv(k, num_heads).to(p) for _, k in qk1)])
     device = q2_HLD.device
-    cols = [torch.zeros(num_heads, length, dtype=torch.float64, device=device) for _ in qk1]
-    firsts = [torch.zeros(num_heads, dtype=torch.float64, device=device) for _ in qk1]
-    # About five float64 [H, rows, L] tensors live at once (two logits, two probabilities, diff).
-    rows = max(1, min(length, MAX_BLOCK_ROWS, max_bytes // (5 * 8 * num_heads * length)))
+    cols = torch.zeros(shifts, num_heads, length, dtype=torch.float64, device=device)
+    firsts = torch.zeros(shifts, num_heads, dtype=torch.float64, device=device)
+    # About four float64 [S+1, H, rows, L] tensors live at once (logits, probabilities, difference).
+    rows = max(1, min(length, MAX_BLOCK_ROWS, max_bytes // (4 * 8 * (shifts + 1) * num_heads * length)))
     keys = torch.arange(length, device=device)
     for r0 in range(0, length, rows):
         r1 = min(length, r0 + rows)
         future = keys[None, :r1] > keys[r0:r1, None]  # [rows, r1]: keys after the query
-        a2 = logits(q2_HLD[:, r0:r1], k2_HLD[:, :r1], scaling, product)
-        a2_first = a2[..., 0].clone()
-        p2 = torch.softmax(a2.masked_fill_(future, float("-inf")), dim=-1)
-        for (q1, k1), cols_HL, first_H in zip(qk1, cols, firsts):
-            a1 = logits(q1[:, r0:r1], k1[:, :r1], scaling, product)
-            first_H += (a1[..., 0] - a2_first).abs().sum(-1)
-            p1 = torch.softmax(a1.masked_fill_(future, float("-inf")), dim=-1)
-            cols_HL[:, :r1] += p1.sub_(p2).abs_().sum(1)
-    return [LayerDiff(c, f) for c, f in zip(cols, firsts)]
+        # The product and its scaling in `product` (see precision.logits), then float64.
+        a = torch.matmul(q[:, :, r0:r1], k[:, :, :r1].transpose(-1, -2)).mul_(scaling)
+        first = a[..., 0].to(torch.float64)  # [S+1, H, rows]; key 0 is never masked
+        firsts += (first[1:] - first[:1]).abs_().sum(-1)
+        # -inf is exact in every product dtype: masking before the float64 cast is the same.
+        prob = torch.softmax(a.masked_fill_(future, float("-inf")).to(torch.float64), dim=-1)
+        del a
+        cols[:, :, :r1] += (prob[1:] - prob[:1]).abs_().sum(-2)
+        del prob
+    return [LayerDiff(cols[i], firsts[i]) for i in range(shifts)]
 
 
 def first_logit_difference(q1_HLD, k1_HLD, q2_HLD, k2_HLD, scaling: float, product: str):
@@ -195,18 +226,17 @@ class _Recorder:
         self.mode = "off"
         self.ref: dict[int, tuple] = {}
         self.pre: dict[int, tuple] = {}
-        self.layer_diffs: dict[int, LayerDiff] = {}
         self.logit_first = 0.0
         self.want_pre = False
+        self.pending: dict[int, list] = {}  # layer -> (q, k) of each Δ1 run since the last flush
 
     def on_attention(self, layer, q, k):
         q, k = q[0], k[0]
         if self.mode == "store":
             self.ref[layer] = (q, k)
         elif self.mode == "compare":
-            self.layer_diffs[layer] = attention_difference(
-                q, k, *self.ref[layer], self.scaling, self.product, self.max_bytes
-            )
+            # Kept until a group of shifts has run: then each layer compares them in one batch.
+            self.pending.setdefault(layer, []).append((q, k))
         elif self.mode == "store_first":
             self.ref[layer] = (q, k[:, :1])
         elif self.mode == "compare_first":
@@ -234,7 +264,8 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
     device = next(model.parameters()).device
     base = getattr(model, model.base_model_prefix, model)
     product = model_product(settings.kernel, model_dtype)
-    rec = _Recorder(scaling, product, settings.max_bytes)
+    budget = working_bytes(settings.max_bytes, device)
+    rec = _Recorder(scaling, product, budget)
     rec.want_pre = settings.sources
     rotary = rotary_module(model) if settings.sources else None
     if rotary is not None and rotary.inv_freq.numel() * 2 != layers[0].head_dim:
@@ -278,22 +309,30 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
             ids = torch.tensor([tokens[:seq_len]], device=device)
             forward(ids, delta2, "store")
             bar.update()
-            for shift in shifts:
-                rec.layer_diffs = {}
-                forward(ids, shift, "compare")
-                heads = [rec.layer_diffs[i].head_d().sum().item() for i in range(num_layers)]
-                res.d_layer.append(heads)
-                res.d.append(sum(heads))
-                if shift == PER_TOKEN_DELTA1:
-                    cols = sum(rec.layer_diffs[i].cols_HL.sum(0) for i in range(num_layers))
-                    res.per_token = (cols * key_weights(seq_len, device)).cpu().tolist()
-                bar.update()
-            rec.layer_diffs = {}
+            # Δ1 runs in groups whose captured q/k fit the budget; each layer then compares the
+            # whole group against its Δ2 rows in one batch (attention_differences).
+            per_shift = sum(q.numel() * q.element_size() + k.numel() * k.element_size() for q, k in rec.ref.values())
+            group = max(1, budget // max(1, per_shift))
+            for g0 in range(0, len(shifts), group):
+                chunk = shifts[g0 : g0 + group]
+                rec.pending = {}
+                for shift in chunk:
+                    forward(ids, shift, "compare")
+                diffs = []
+                for i in range(num_layers):
+                    diffs.append(attention_differences(rec.pending.pop(i), *rec.ref[i], scaling, product, budget))
+                    bar.update(len(chunk) / num_layers)
+                for j, shift in enumerate(chunk):
+                    heads = [diffs[i][j].head_d().sum().item() for i in range(num_layers)]
+                    res.d_layer.append(heads)
+                    res.d.append(sum(heads))
+                    if shift == PER_TOKEN_DELTA1:
+                        cols = sum(diffs[i][j].cols_HL.sum(0) for i in range(num_layers))
+                        res.per_token = (cols * key_weights(seq_len, device)).cpu().tolist()
+                del diffs
             rec.ref = {}
             if settings.sources:
-                res.sources = _sources(
-                    rec.pre, rotary, scaling, shifts, delta2, configs, settings.max_bytes, bar.update
-                )
+                res.sources = _sources(rec.pre, rotary, scaling, shifts, delta2, configs, budget, bar.update)
                 rec.pre = {}
             for length in settings.logit_lengths:
                 part = torch.tensor([tokens[:length]], device=device)
@@ -327,8 +366,9 @@ def _sources(pre, rotary, scaling, shifts, delta2, configs, max_bytes, progress=
     for layer in sorted(pre):
         q, k = (t.to(torch.float64) for t in pre[layer])
         num_heads, length, head_dim = q.shape
-        # Rotated q/k of this many shifts at once (float64), so the Δ2 rows are shared by them.
-        group = max(1, max_bytes // ((num_heads + k.shape[0]) * length * head_dim * 8))
+        # Rotated q/k of this many shifts at once (float64, and once more stacked by
+        # attention_differences), so the Δ2 rows are shared by them.
+        group = max(1, max_bytes // (2 * (num_heads + k.shape[0]) * length * head_dim * 8))
         for name, prec in configs.items():
             q2 = apply_rope(q, *cos_sin(delta2, prec.angles, length), prec.rotated)
             k2 = apply_rope(k, *cos_sin(delta2, prec.angles, length), prec.rotated)

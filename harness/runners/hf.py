@@ -6,7 +6,14 @@
     runner.generate([GenerationRequest("The sky is", max_new_tokens=8)])
 
 Prompts are sorted by length before batching (less padding) and results restored to request
-order. Left padding with the attention mask keeps every row's positions and greedy tokens equal
+order. Batches are sized by tokens: at most --batch-size rows and at most `max_batch_tokens`
+(settings.extra, default DEFAULT_BATCH_TOKENS) padded tokens, so the batch shrinks as length grows
+(transformers' SDPA path builds a [rows, 1, L, L] mask for a padded batch: 8 rows at 128K would be
+128 GiB). A batch of one unpadded sequence runs with no mask at all (plain causal kernel). On CUDA
+out-of-memory the batch is halved and retried, and the token budget halved for the batches after
+it; a single sequence that does not fit stops with a UserError naming the flags that help.
+Loglikelihood keeps only the logits of the scored positions (`logits_to_keep`) and takes their
+log-softmax in float32 in chunks of positions, never a [rows, L, vocab] float32 tensor. Left padding with the attention mask keeps every row's positions and greedy tokens equal
 to unbatched generation (tests/eval_run/test_hf_runner.py checks it). Generation stops at EOS;
 stop strings cut the decoded text afterwards, which gives the same text as stopping early.
 """
@@ -23,6 +30,11 @@ from harness.runners.common import (
     prompt_ids,
     rope_override_dict,
 )
+
+# Padded tokens per batch (rows × (prompt width + new tokens)): 8 rows at 4K, 1 row from 32K up.
+DEFAULT_BATCH_TOKENS = 32768
+# float32 log-softmax working set per chunk of positions.
+LOGPROB_CHUNK_BYTES = 1 << 28
 
 _DTYPES = {
     "bfloat16": "bfloat16",
@@ -83,6 +95,61 @@ class HFRunner:
         self.eos_id = tok.eos_token_id if tok.eos_token_id is not None else config.eos_token_id
         # Padding never reaches the model's output (masked, and left of every prompt); any id works.
         self.pad_id = next(i for i in (tok.pad_token_id, self.eos_id, 0) if i is not None)
+        self.max_rows = max(1, settings.batch_size)
+        self.batch_tokens = int(settings.extra.get("max_batch_tokens") or DEFAULT_BATCH_TOKENS)
+        if self.batch_tokens < 1:
+            raise UserError(f"max_batch_tokens {self.batch_tokens}: pass a positive number of tokens")
+        # (rows, padded width incl. new tokens) of every batch run, for benchmarks and logs.
+        self.batch_log: list[tuple[int, int]] = []
+        import inspect
+
+        self._keeps_logits = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+
+    # -- batching ----------------------------------------------------------------------------
+    def _batches(self, order: list[int], cost: list[int]):
+        """Consecutive runs of `order` with at most max_rows rows and rows × max cost <= batch_tokens.
+
+        Read lazily: a budget lowered by an out-of-memory error applies to the batches after it.
+        """
+        start = 0
+        while start < len(order):
+            widest = cost[order[start]]
+            end = start + 1
+            while end < len(order) and end - start < self.max_rows:
+                w = max(widest, cost[order[end]])
+                if (end - start + 1) * w > self.batch_tokens:
+                    break
+                widest, end = w, end + 1
+            yield order[start:end]
+            start = end
+
+    def _run_batch(self, idx: list[int], width: int, step) -> None:
+        """step(idx) with out-of-memory back-off: halve the batch (and the budget) until it fits."""
+        import torch
+
+        oom = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
+        failed = False
+        try:
+            step(idx)
+            self.batch_log.append((len(idx), width))
+        except oom:
+            failed = True  # retried outside the except block, so the traceback's tensors are freed
+        if not failed:
+            return
+        import gc
+
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        if len(idx) == 1:
+            raise UserError(
+                f"one sequence of {width} tokens does not fit in {self.device} memory: pass a smaller "
+                "--max-model-len, --dtype bfloat16 (if float32), or shorter lengths"
+            )
+        self.batch_tokens = max(1, min(self.batch_tokens, len(idx) * width) // 2)
+        half = len(idx) // 2
+        for part in (idx[:half], idx[half:]):
+            self._run_batch(part, width, step)
 
     # -- generation --------------------------------------------------------------------------
     def generate(self, requests: list[GenerationRequest]) -> list[str]:
@@ -98,9 +165,9 @@ class HFRunner:
         # Longest first: equal max_new_tokens batched together, little padding inside a batch.
         order = sorted(range(len(requests)), key=lambda i: (requests[i].max_new_tokens, -len(encoded[i])))
         out: list[str | None] = [None] * len(requests)
-        bs = max(1, self.settings.batch_size)
-        for start in range(0, len(order), bs):
-            idx = order[start : start + bs]
+        cost = [len(ids) + r.max_new_tokens for ids, r in zip(encoded, requests)]
+
+        def step(idx: list[int]) -> None:
             max_new = max(requests[i].max_new_tokens for i in idx)
             width = max(len(encoded[i]) for i in idx)
             input_ids = torch.full((len(idx), width), self.pad_id, dtype=torch.long)
@@ -109,6 +176,9 @@ class HFRunner:
                 ids = encoded[i]
                 input_ids[row, width - len(ids) :] = torch.tensor(ids)
                 mask[row, width - len(ids) :] = 1
+            # An all-ones mask (no padding, e.g. one sequence) lets transformers skip building the
+            # [rows, 1, L, L] mask and run the causal kernel; it is passed rather than left out so
+            # generate() never infers padding from pad ids inside the prompt.
             with torch.inference_mode():
                 gen = self.model.generate(
                     input_ids=input_ids.to(self.device),
@@ -128,6 +198,9 @@ class HFRunner:
                     toks = toks[: toks.index(self.eos_id)]
                 text = self.tokenizer.decode(toks, skip_special_tokens=True)
                 out[i] = cut_at_stop(text, requests[i].stop)
+
+        for idx in self._batches(order, cost):
+            self._run_batch(idx, max(cost[i] for i in idx), step)
         return out  # type: ignore[return-value]
 
     # -- loglikelihood -----------------------------------------------------------------------
@@ -156,9 +229,9 @@ class HFRunner:
                 )
         order = sorted(range(len(pairs)), key=lambda i: -(len(pairs[i][0]) + len(pairs[i][1])))
         out: list[tuple[float, bool] | None] = [None] * len(pairs)
-        bs = max(1, self.settings.batch_size)
-        for start in range(0, len(order), bs):
-            idx = order[start : start + bs]
+        cost = [len(c) + len(t) for c, t in pairs]
+
+        def step(idx: list[int]) -> None:
             seqs = [pairs[i][0] + pairs[i][1] for i in idx]
             width = max(len(s) for s in seqs)
             # Right padding: causal attention means pads after a sequence never affect it.
@@ -167,17 +240,31 @@ class HFRunner:
             for row, s in enumerate(seqs):
                 input_ids[row, : len(s)] = torch.tensor(s)
                 mask[row, : len(s)] = 1
+            # Logits only where a continuation token is predicted (the union over rows).
+            spans = [range(len(pairs[i][0]) - 1, len(seqs[r]) - 1) for r, i in enumerate(idx)]
+            keep = sorted(set().union(*spans))
+            kwargs: dict = {}
+            if self._keeps_logits:
+                kwargs["logits_to_keep"] = torch.tensor(keep, dtype=torch.long, device=self.device)
+                column = {p: c for c, p in enumerate(keep)}
+            else:
+                column = {p: p for p in keep}
+            # One unpadded sequence needs no mask at all (the causal kernel alone).
+            padded = any(len(s) < width for s in seqs)
             with torch.inference_mode():
-                logits = self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
-            logprobs = torch.log_softmax(logits.float(), dim=-1)
-            for row, i in enumerate(idx):
-                ctx, cont = pairs[i]
-                pos = torch.arange(len(ctx) - 1, len(ctx) + len(cont) - 1)
-                target = torch.tensor(cont)
-                lp = logprobs[row, pos.to(logprobs.device)].cpu()
-                total = float(lp.gather(1, target[:, None]).sum())
-                greedy = bool((lp.argmax(dim=-1) == target).all())
-                out[i] = (total, greedy)
+                logits = self.model(
+                    input_ids=input_ids.to(self.device),
+                    attention_mask=mask.to(self.device) if padded else None,
+                    **kwargs,
+                ).logits
+                for row, i in enumerate(idx):
+                    cols = torch.tensor([column[p] for p in spans[row]], dtype=torch.long, device=logits.device)
+                    out[i] = _score(
+                        logits[row], cols, torch.tensor(pairs[i][1], dtype=torch.long, device=logits.device)
+                    )
+
+        for idx in self._batches(order, cost):
+            self._run_batch(idx, max(cost[i] for i in idx), step)
         return out  # type: ignore[return-value]
 
     def close(self) -> None:
@@ -192,3 +279,18 @@ class HFRunner:
                 torch.cuda.empty_cache()
         except ImportError:
             pass
+
+
+def _score(logits_KV, cols, target) -> tuple[float, bool]:
+    """(Σ log p(target), all targets greedy) from the rows `cols` of logits, in float32 chunks of rows."""
+    import torch
+
+    chunk = max(1, LOGPROB_CHUNK_BYTES // (4 * logits_KV.shape[-1]))
+    total = torch.zeros((), dtype=torch.float64, device=logits_KV.device)
+    greedy = True
+    for c0 in range(0, len(cols), chunk):
+        part = logits_KV[cols[c0 : c0 + chunk]].float()  # [chunk, V] float32
+        tgt = target[c0 : c0 + chunk]
+        total += torch.log_softmax(part, dim=-1).gather(1, tgt[:, None]).sum().double()
+        greedy = greedy and bool((part.argmax(dim=-1) == tgt).all())
+    return float(total), greedy

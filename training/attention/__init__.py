@@ -46,6 +46,19 @@ def _module(kernel: str):
     return m
 
 
+def backend_of(kernel: str) -> str:
+    """What computes `kernel`'s attention on this machine, for logs (varlen: the installed function)."""
+    if kernel in ("varlen", "varlen-cpu-emulation"):
+        from training.attention.varlen import backend_name
+
+        return backend_name() if kernel == "varlen" else "per-sequence SDPA (CPU emulation)"
+    return {
+        "dense": "eager matmul with a 4D bool mask",
+        "sdpa-doc": "torch scaled_dot_product_attention per segment plan",
+        "flex": "torch FlexAttention",
+    }[kernel]
+
+
 def attention_name(kernel: str) -> str:
     """The name our function is registered under in transformers' AttentionInterface."""
     m = _module(kernel)
