@@ -42,9 +42,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.results_schema import SCHEMA_VERSION, validate_results
 from tasks.lengths import format_length
 
-SCHEMA_VERSION = 1
 DEFAULT_THRESHOLD = 85.6
 BELOW_FIRST = "below the first length"
 # Suites whose samples are not length-controlled (LongBench at its truncation budget, MMLU and
@@ -349,17 +349,7 @@ def load_results(path: str | Path) -> dict:
         store = path.parent / "samples.jsonl"
         fix = f"see its scores with `harness report {store}`" if store.is_file() else "re-run harness eval to write it"
         raise UserError(f"results file {path} is corrupt (not JSON): {fix}") from None
-    if not (
-        isinstance(data, dict) and isinstance(data.get("schema_version"), int) and isinstance(data.get("suites"), dict)
-    ):
-        raise UserError(
-            f"{path} is not a harness results file (no schema_version/suites): pass a results.json written by harness eval"
-        )
-    if data["schema_version"] > SCHEMA_VERSION:
-        raise UserError(
-            f"{path} has results schema_version {data['schema_version']}, this harness reads {SCHEMA_VERSION}: upgrade the harness"
-        )
-    return data
+    return validate_results(data, path)
 
 
 def _merged(values: list) -> object:
