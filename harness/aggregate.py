@@ -319,15 +319,9 @@ def apply_threshold(results: dict, threshold: float) -> dict:
 
 def write_results(path: str | Path, results: dict) -> None:
     """Write results.json atomically (a reader never sees half a file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w") as f:
-        json.dump(results, f, indent=2, allow_nan=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    from harness.atomic import atomic_write
+
+    atomic_write(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
 
 
 def load_results(path: str | Path) -> dict:

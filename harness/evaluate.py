@@ -214,7 +214,7 @@ def _resolve_tasks(cfg: EvalConfig):
 def plan_eval(cfg: EvalConfig) -> Plan:
     """Everything up to the first model load; raises UserError on any bad input."""
     from harness.checkpoints import check_same_tokenizer, run_name_default, select_checkpoints
-    from harness.runners.common import check_tokenizer_present, context_length, prompt_ids
+    from harness.runners.common import check_tokenizer_present, context_length, prompt_ids, read_config
     from harness.store import ResultStore
     from tasks.generate import generate_samples
     from tasks.lengths import parse_lengths
@@ -231,13 +231,14 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     check_same_tokenizer(ckpts)
     for c in ckpts:
         check_tokenizer_present(c.path)
+        read_config(c.path)  # a garbage config.json is named as such, not as a tokenizer problem
     label, full, tasks, unavailable = _resolve_tasks(cfg)
     name = cfg.name or run_name_default(ckpts)
     out = Path(cfg.out) if cfg.out else Path("results") / name
     store = ResultStore(out / "samples.jsonl")  # foreign / corrupt store: StoreError, before any work
     done = store.done_keys()
 
-    tokenizer = load_tokenizer(ckpts[0].path)
+    tokenizer = load_tokenizer(ckpts[0].path, fix="re-save the tokenizer beside the model (tokenizer.save_pretrained)")
     tok_fp = tokenizer_fingerprint(tokenizer)
     contexts = {c.fingerprint: context_length(c.path, cfg.max_model_len) for c in ckpts}
     min_ctx = min(contexts.values())
@@ -636,11 +637,15 @@ def execute(plan: Plan) -> None:
 def run_eval(cfg: EvalConfig, print_table: bool = True) -> dict:
     """Plan, run, aggregate; writes <out>/results.json and returns the results dict."""
     from harness.aggregate import write_results
+    from harness.store import run_lock
 
     plan = plan_eval(cfg)
-    execute(plan)
-    results = build_results(plan)
-    write_results(plan.out / "results.json", results)
+    with run_lock(plan.out) as waited:  # one eval per --out; the second computes only what is missing
+        if waited:
+            plan = plan_eval(cfg)
+        execute(plan)
+        results = build_results(plan)
+        write_results(plan.out / "results.json", results)
     if print_table:
         from harness.table import format_table
 

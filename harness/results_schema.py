@@ -145,9 +145,9 @@ def _validate_suite(name: str, suite: Any, bad) -> None:
     if not isinstance(eff, dict):
         bad(f'suite {name!r} summary "effective_length" is not an object')
     if eff.get("threshold") is not None and not _number(eff["threshold"]):
-        bad(f'suite {name!r} effective-length threshold {eff["threshold"]!r} is not a number')
+        bad(f"suite {name!r} effective-length threshold {eff['threshold']!r} is not a number")
     if eff.get("value") is not None and not _int(eff["value"]):
-        bad(f'suite {name!r} effective length {eff["value"]!r} is not an integer')
+        bad(f"suite {name!r} effective length {eff['value']!r} is not an integer")
 
 
 def _length_key(key: Any, bad) -> int:

@@ -69,10 +69,18 @@ class HFRunner:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # the eval loop shows its own bar per checkpoint
+        from safetensors import SafetensorError
+
         try:
             self.model = AutoModelForCausalLM.from_pretrained(
                 model_path, config=config, dtype=dtype, attn_implementation="sdpa"
             ).to(self.device)
+        except (SafetensorError, OSError) as exc:  # random bytes or a truncated weights file
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise UserError(
+                f"cannot load the weights of {model_path} ({first}): the weights file is damaged or incomplete; "
+                "re-save the checkpoint or leave it out of --ckpts"
+            ) from None
         finally:
             hf_logging.enable_progress_bar()
         self.model.eval()
