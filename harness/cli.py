@@ -60,10 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, --version, or a bad flag (one line printed): its exit code
-        return exc.code if isinstance(exc.code, int) else 2
+    args = parser.parse_args(argv)  # a bad flag: one line `error: ...`, SystemExit(2) (see _Parser)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2

@@ -214,7 +214,7 @@ def _resolve_tasks(cfg: EvalConfig):
 def plan_eval(cfg: EvalConfig) -> Plan:
     """Everything up to the first model load; raises UserError on any bad input."""
     from harness.checkpoints import check_same_tokenizer, run_name_default, select_checkpoints
-    from harness.runners.common import check_tokenizer_present, context_length, prompt_ids, read_config
+    from harness.runners.common import check_tokenizer_present, check_weights, context_length, prompt_ids, read_config
     from harness.store import ResultStore
     from tasks.generate import generate_samples
     from tasks.lengths import parse_lengths
@@ -232,11 +232,10 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     for c in ckpts:
         check_tokenizer_present(c.path)
         read_config(c.path)  # a garbage config.json is named as such, not as a tokenizer problem
+        check_weights(c.path)  # damaged weights: an error now, not after other checkpoints ran
     label, full, tasks, unavailable = _resolve_tasks(cfg)
     name = cfg.name or run_name_default(ckpts)
     out = Path(cfg.out) if cfg.out else Path("results") / name
-    store = ResultStore(out / "samples.jsonl")  # foreign / corrupt store: StoreError, before any work
-    done = store.done_keys()
 
     tokenizer = load_tokenizer(ckpts[0].path, fix="re-save the tokenizer beside the model (tokenizer.save_pretrained)")
     tok_fp = tokenizer_fingerprint(tokenizer)
@@ -278,6 +277,10 @@ def plan_eval(cfg: EvalConfig) -> Plan:
                 f"--max-length {truncation_budget} leaves no prompt for {task.name}, which generates up to "
                 f"{task.max_new_tokens} tokens: pass a --max-length above {task.max_new_tokens} (it is prompt + generation)"
             )
+    # Opened after the cheap checks above (a rejected command leaves --out untouched), before any
+    # work: a foreign or corrupt store is a StoreError here.
+    store = ResultStore(out / "samples.jsonl")
+    done = store.done_keys()
     unavailable_lengths: dict[str, dict[str, str]] = {}
     bar = tqdm(total=len(tasks) * len(lengths), desc="samples", unit="set", disable=not cfg.progress, file=sys.stderr)
     for task in tasks:

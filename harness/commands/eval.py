@@ -101,6 +101,14 @@ def _rope_scaling(text: str | None) -> dict | None:
         ) from None
     if not isinstance(value, dict):
         raise UserError('--rope-scaling must be a JSON object, e.g. \'{"rope_type": "linear", "factor": 2.0}\'')
+    from harness.runners.common import normalise_rope_scaling
+
+    normalise_rope_scaling(value)  # no rope type: an error now, not when the first model loads
+    factor = value.get("factor")
+    if factor is not None:
+        if not isinstance(factor, (int, float)) or isinstance(factor, bool):
+            raise UserError(f"--rope-scaling factor {factor!r} is not a number: write e.g. 4.0")
+        require_above((("--rope-scaling factor", factor, 0),))
     return value
 
 
