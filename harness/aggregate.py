@@ -55,12 +55,10 @@ import numpy as np
 from harness import stats as bootstrap
 from harness.errors import UserError
 from harness.paired import cell_replicates, is_perplexity, mean_of
+from harness.results_schema import SCHEMA_VERSION, validate_results
 from harness.store import record_key
 from tasks.lengths import format_length
 
-# 2: intervals (ci_low/ci_high), per-sample "samples" blocks, "depth_heatmap", "intervals",
-# provenance "throughput" -- all optional, so version-1 files still read.
-SCHEMA_VERSION = 2
 # Needle depth bins of the heatmap, in percent of the haystack: [0, 10), [10, 20), ..., [90, 100].
 DEPTH_BINS = [(lo, lo + 10) for lo in range(0, 100, 10)]
 DEFAULT_THRESHOLD = 85.6
@@ -494,15 +492,9 @@ def apply_threshold(results: dict, threshold: float) -> dict:
 
 def write_results(path: str | Path, results: dict) -> None:
     """Write results.json atomically (a reader never sees half a file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w") as f:
-        json.dump(results, f, indent=2, allow_nan=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    from harness.atomic import atomic_write
+
+    atomic_write(path, json.dumps(results, indent=2, allow_nan=False) + "\n")
 
 
 def load_results(path: str | Path) -> dict:
@@ -524,17 +516,7 @@ def load_results(path: str | Path) -> dict:
         store = path.parent / "samples.jsonl"
         fix = f"see its scores with `harness report {store}`" if store.is_file() else "re-run harness eval to write it"
         raise UserError(f"results file {path} is corrupt (not JSON): {fix}") from None
-    if not (
-        isinstance(data, dict) and isinstance(data.get("schema_version"), int) and isinstance(data.get("suites"), dict)
-    ):
-        raise UserError(
-            f"{path} is not a harness results file (no schema_version/suites): pass a results.json written by harness eval"
-        )
-    if data["schema_version"] > SCHEMA_VERSION:
-        raise UserError(
-            f"{path} has results schema_version {data['schema_version']}, this harness reads {SCHEMA_VERSION}: upgrade the harness"
-        )
-    return data
+    return validate_results(data, path)
 
 
 def _merged(values: list) -> object:

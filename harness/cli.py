@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
 import sys
+from typing import NoReturn
 
 from harness import __version__
 from harness.errors import UserError
@@ -30,7 +32,16 @@ def _command_modules():
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on bad flags already; keep its message to one line plus usage."""
+    """Argparse's own errors (unknown flag, missing value, bad type) as one line `error: ...`, exit 2,
+    like every UserError: no usage block (the fix names `--help`)."""
+
+    def error(self, message: str) -> NoReturn:
+        message = " ".join(message.split())  # argparse may wrap; the contract is one line
+        if message.endswith("expected one argument"):
+            # `--lengths -1k`: argparse reads a value starting with "-" as another flag.
+            flag = re.match(r"argument (\S+?):", message)
+            message += f" (a value starting with '-' must be attached: {flag.group(1) if flag else '--flag'}=VALUE)"
+        self.exit(2, f"error: {self.prog}: {message}; see `{self.prog} --help`\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # a bad flag: one line `error: ...`, SystemExit(2) (see _Parser)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2

@@ -290,7 +290,7 @@ def _build_jobs(
 def plan_eval(cfg: EvalConfig) -> Plan:
     """Everything up to the first model load; raises UserError on any bad input."""
     from harness.checkpoints import check_same_tokenizer, run_name_default, select_checkpoints
-    from harness.runners.common import check_tokenizer_present, context_length
+    from harness.runners.common import check_tokenizer_present, check_weights, context_length, read_config
     from harness.store import ResultStore
     from tasks.lengths import parse_lengths
     from tasks.tokenization import load_tokenizer, tokenizer_fingerprint
@@ -301,18 +301,22 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     check_same_tokenizer(ckpts)
     for c in ckpts:
         check_tokenizer_present(c.path)
+        read_config(c.path)  # a garbage config.json is named as such, not as a tokenizer problem
+        check_weights(c.path)  # damaged weights: an error now, not after other checkpoints ran
     label, full, tasks, unavailable = _resolve_tasks(cfg)
     name = cfg.name or run_name_default(ckpts)
     out = Path(cfg.out) if cfg.out else Path("results") / name
-    store = ResultStore(out / "samples.jsonl")  # foreign / corrupt store: StoreError, before any work
-    done = store.done_keys()
 
-    tokenizer = load_tokenizer(ckpts[0].path)
+    tokenizer = load_tokenizer(ckpts[0].path, fix="re-save the tokenizer beside the model (tokenizer.save_pretrained)")
     tok_fp = tokenizer_fingerprint(tokenizer)
     contexts = {c.fingerprint: context_length(c.path, cfg.max_model_len) for c in ckpts}
     min_ctx = min(contexts.values())
     tightest = next(c for c in ckpts if contexts[c.fingerprint] == min_ctx)
     truncation_budget = _check_lengths(cfg, lengths, tasks, min_ctx, tightest)
+    # Opened after the cheap checks above (a rejected command leaves --out untouched), before any
+    # work: a foreign or corrupt store is a StoreError here.
+    store = ResultStore(out / "samples.jsonl")
+    done = store.done_keys()
     samples = _plan_samples(cfg, tasks, lengths, truncation_budget, tokenizer, min_ctx, tightest)
     # A task unavailable at every one of its lengths is unavailable (listed with the reason at its
     # shortest length); one unavailable at some lengths runs at the others and says why not there.
@@ -547,11 +551,15 @@ def execute(plan: Plan) -> None:
 def run_eval(cfg: EvalConfig, print_table: bool = True) -> dict:
     """Plan, run, aggregate; writes <out>/results.json and returns the results dict."""
     from harness.aggregate import write_results
+    from harness.store import run_lock
 
     plan = plan_eval(cfg)
-    execute(plan)
-    results = build_results(plan)
-    write_results(plan.out / "results.json", results)
+    with run_lock(plan.out) as waited:  # one eval per --out; the second computes only what is missing
+        if waited:
+            plan = plan_eval(cfg)
+        execute(plan)
+        results = build_results(plan)
+        write_results(plan.out / "results.json", results)
     if print_table:
         from harness.table import format_table
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -131,7 +133,16 @@ class ResultStore:
         from harness.provenance import provenance
 
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise StoreError(
+                f"--out {self.path.parent} is a file, not a directory: pass a directory (it is created if missing)"
+            ) from None
+        except OSError as exc:
+            from harness.atomic import os_error
+
+            raise os_error(self.path.parent, exc) from None
         self._keys: set[tuple] = set()
         self._pos = 0  # bytes indexed so far; always the end of a complete line
         self._line_no = 0
@@ -165,12 +176,24 @@ class ResultStore:
         finally:
             os.close(fd)  # closing releases the lock
 
-    @staticmethod
-    def _write(fd: int, data: bytes) -> None:
+    def _write(self, fd: int, data: bytes) -> None:
+        """Append data under the held lock. On a full disk (or any write error) the partial bytes
+        are cut off again, so the file ends with the last complete record, and a one-line
+        UserError names the file and the space needed."""
+        start = os.fstat(fd).st_size
         view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError as exc:
+            from harness.atomic import os_error
+
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass  # a torn tail is still cut by the next writer (see the module docstring)
+            raise os_error(self.path, exc, len(data)) from None
 
     def _refresh(self, fd: int, truncate_torn: bool) -> list[dict]:
         """Index lines appended since the last look (by any process); returns their records."""
@@ -226,3 +249,56 @@ class ResultStore:
     def records(self) -> list[dict]:
         """Every stored sample record, in file order (a torn last line is left out)."""
         return read_store(self.path)[1]
+
+
+LOCK_NAME = ".eval.lock"
+
+
+def _holder(fd: int) -> str:
+    """'pid P on host H' from a lock file's content (written by the holder); best effort."""
+    try:
+        info = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return f"pid {info['pid']} on host {info['host']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process"
+
+
+@contextmanager
+def run_lock(out: str | Path) -> Iterator[bool]:
+    """One `harness eval` driver per store: an exclusive flock on <out>/.eval.lock, held for the
+    whole run. A second eval on the same --out says whom it waits for, blocks until the first one
+    ends, and yields True ("waited": re-plan, the other run finished part of the work). The
+    kernel drops a flock when its holder dies, so a killed run never leaves a stale lock.
+
+    Only the driver process takes it: the run's own data-parallel workers (local or Ray) append
+    through the store's per-write flock and are never blocked by it.
+    """
+    import socket
+
+    path = Path(out) / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot create the run lock {path}: {exc.strerror}; pass another --out") from None
+    try:
+        waited = False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(
+                f"waiting for {_holder(fd)}, which is evaluating into {out}; this run goes on when it ends "
+                "and computes only what is still missing",
+                file=sys.stderr,
+                flush=True,
+            )
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            waited = True
+        try:  # who holds it, for the message of the next one to wait
+            data = json.dumps({"pid": os.getpid(), "host": socket.gethostname()}).encode()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, data, 0)
+        except OSError:
+            pass  # a full disk: the lock itself still holds; the waiter then names "another process"
+        yield waited
+    finally:
+        os.close(fd)  # releases the lock

@@ -25,9 +25,10 @@ _SUMMARY_COLUMNS = (("avg", "Avg"), ("wavg_inc", "wAvg(inc)"), ("wavg_dec", "wAv
 def format_cell(stats: dict | None, num_ckpts: int) -> str:
     if not stats:
         return MISSING
-    text = f"{stats['mean']:.1f}" if stats["n"] == 1 else f"{stats['mean']:.1f} ±{stats['std']:.1f}"
-    if stats["n"] < num_ckpts:
-        text += f" n={stats['n']}"
+    n = stats.get("n", 1)  # results_schema checked the types; older files may leave n/std out
+    text = f"{stats['mean']:.1f}" if n == 1 else f"{stats['mean']:.1f} ±{stats.get('std', 0.0):.1f}"
+    if n < num_ckpts:
+        text += f" n={n}"
     return text
 
 
@@ -38,9 +39,16 @@ def format_interval(stats: dict | None, num_ckpts: int = 0) -> str:
     return f"[{stats['ci_low']:.1f}, {stats['ci_high']:.1f}]"
 
 
+def _coverage(stats: dict) -> str:
+    """ "covered/total" tasks of an average; "" when the block does not say."""
+    if stats.get("tasks_covered") is None or stats.get("tasks_total") is None:
+        return ""
+    return f"{stats['tasks_covered']}/{stats['tasks_total']}"
+
+
 def _checkpoint_line(run: dict) -> str:
     ckpts = run.get("checkpoints") or []
-    names = [str(c["step"]) if c.get("step") is not None else c["path"] for c in ckpts]
+    names = [str(c["step"]) if c.get("step") is not None else c.get("path", MISSING) for c in ckpts]
     kind = "steps" if ckpts and all(c.get("step") is not None for c in ckpts) else "checkpoints"
     return f"{len(ckpts)} checkpoint{'s' if len(ckpts) != 1 else ''} ({kind} {', '.join(names) or MISSING})"
 
@@ -130,19 +138,19 @@ def _rows(suite: dict, num_ckpts: int, fmt, covered: str, coverage: bool) -> lis
     for cat, per_len in (suite.get("categories") or {}).items():
         stats = [per_len.get(str(L)) for L in lengths]
         cov = next((s for s in stats if s), None)
-        label = f"[{cat}]" + (f" ({cov['tasks_covered']}/{cov['tasks_total']})" if cov else "")
+        label = f"[{cat}]" + (f" ({_coverage(cov)})" if cov and _coverage(cov) else "")
         rows.append([label] + [fmt(s, num_ckpts) for s in stats] + [MISSING] * len(_SUMMARY_COLUMNS))
     avg_row = [f"Average ({covered})"]
     for L in lengths:
         stats = suite.get("per_length", {}).get(str(L))
         text = fmt(stats, num_ckpts)
-        if coverage and stats and f"{stats['tasks_covered']}/{stats['tasks_total']}" != covered:
-            text += f" [{stats['tasks_covered']}/{stats['tasks_total']}]"
+        if coverage and stats and _coverage(stats) not in ("", covered):
+            text += f" [{_coverage(stats)}]"
         avg_row.append(text)
     for key, _ in _SUMMARY_COLUMNS:
         text = fmt(summary.get(key), num_ckpts)
-        if coverage and summary.get(key) and f"{summary['tasks_covered']}/{summary['tasks_total']}" != covered:
-            text += f" [{summary['tasks_covered']}/{summary['tasks_total']}]"
+        if coverage and summary.get(key) and _coverage(summary) not in ("", covered):
+            text += f" [{_coverage(summary)}]"
         avg_row.append(text)
     rows.append(avg_row)
     return rows

@@ -20,9 +20,6 @@ from harness.errors import UserError
 from leaderboards.intervals import cell_interval, delta_interval, heatmaps
 from tasks.lengths import format_length as _format_length
 
-# results.json versions read: 1, and 2 (adds optional intervals, per-sample scores, depth heatmaps).
-SCHEMA_VERSION = 2
-
 # Suite labels, "higher is better" and the column-group order are declared by the suites
 # themselves (tasks.registry.register_suite); unknown suites show their own name.
 
@@ -127,59 +124,10 @@ def _is_stats(value) -> bool:
 
 
 def validate(data, path: Path | str) -> dict:
-    """Schema checks from docs/contracts.md; a bad file is a UserError naming it."""
+    """Schema checks from docs/contracts.md (the one validator `harness report` uses too)."""
+    from harness.results_schema import validate_results
 
-    def bad(what: str):
-        raise UserError(
-            f"{path}: {what}; it does not follow the results.json schema (re-create it with `harness eval`)"
-        )
-
-    if not isinstance(data, dict):
-        bad("top level is not an object")
-    if data.get("schema_version") not in range(1, SCHEMA_VERSION + 1):
-        raise UserError(
-            f"{path}: results schema_version {data.get('schema_version')!r} is not 1..{SCHEMA_VERSION}: "
-            "re-create it with this version of `harness eval`"
-        )
-    run = data.get("run")
-    if not isinstance(run, dict) or not isinstance(run.get("name"), str) or not run["name"]:
-        bad('"run.name" is missing')
-    if not isinstance(run.get("checkpoints", []), list):
-        bad('"run.checkpoints" is not a list')
-    if not isinstance(data.get("provenance", {}), dict):
-        bad('"provenance" is not an object')
-    suites = data.get("suites")
-    if not isinstance(suites, dict) or not suites:
-        bad('"suites" is missing or empty')
-    for name, suite in suites.items():
-        if not isinstance(suite, dict):
-            bad(f"suite {name!r} is not an object")
-        for key in ("tasks", "evaluated", "lengths"):
-            if not isinstance(suite.get(key), list):
-                bad(f'suite {name!r} has no "{key}" list')
-        for key in ("per_task", "per_length", "summary"):
-            if not isinstance(suite.get(key), dict):
-                bad(f'suite {name!r} has no "{key}" object')
-        for task, by_len in suite["per_task"].items():
-            if not isinstance(by_len, dict) or not all(_is_stats(s) for s in by_len.values()):
-                bad(f"suite {name!r} task {task!r} has a score without a numeric mean")
-            for length in by_len:
-                _length_key(length, bad)
-        for length, stats in suite["per_length"].items():
-            _length_key(length, bad)
-            if not _is_stats(stats):
-                bad(f"suite {name!r} length {length} has no numeric mean")
-        for cat, by_len in (suite.get("categories") or {}).items():
-            if not isinstance(by_len, dict) or not all(_is_stats(s) for s in by_len.values()):
-                bad(f"suite {name!r} category {cat!r} has a score without a numeric mean")
-    return data
-
-
-def _length_key(key, bad) -> int:
-    try:
-        return int(key)
-    except (TypeError, ValueError):
-        bad(f"length key {key!r} is not an integer")
+    return validate_results(data, path)
 
 
 def load_runs(paths) -> list[dict]:

@@ -35,29 +35,40 @@ def _num(v) -> str:
     return "" if v is None else f"{v:.2f}"
 
 
+# A spreadsheet runs a cell starting with one of these as a formula (=HYPERLINK(...), +cmd|...).
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_text(text: str) -> str:
+    """A text cell as OWASP's CSV-injection advice has it: a leading formula character gets a `'`
+    prefix, so the spreadsheet shows it as text. Only for text cells: numbers (a negative delta)
+    are written by _num and stay numbers."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
 def csv_table(board: dict, view: str = "scores") -> dict:
     """Header and one list of strings per row (id kept so the page can filter and reorder)."""
     key = _cells_key(view)
     header = list(_FIXED)
     for col in board["columns"]:
-        header.append(_col_name(col))
+        header.append(safe_text(_col_name(col)))
         if col["numeric"] and view == "scores":
-            header.append(_col_name(col) + " std")
+            header.append(safe_text(_col_name(col) + " std"))
     header.append("Flags")
     rows = []
     for row in board["rows"]:
-        vals = [row["run"], row["model"], row["mode"], row["checkpoints"]]
+        vals = [safe_text(row[k]) for k in ("run", "model", "mode", "checkpoints")]
         for col in board["columns"]:
             cell = row[key][col["id"]]
             if not col["numeric"]:
-                vals.append(cell["text"] if cell["text"] != "—" else "")
+                vals.append(safe_text(cell["text"]) if cell["text"] != "—" else "")
             elif view == "delta" and row["is_baseline"]:
                 vals.append("base" if cell["value"] is not None else "")
             else:
                 vals.append(_num(cell["value"]))
             if col["numeric"] and view == "scores":
                 vals.append(_num(cell.get("std")))
-        vals.append("; ".join(row["flags"] if view == "scores" else row["delta_flags"]))
+        vals.append(safe_text("; ".join(row["flags"] if view == "scores" else row["delta_flags"])))
         rows.append({"id": row["id"], "values": vals})
     return {"header": header, "rows": rows}
 

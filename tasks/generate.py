@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from tasks.base import Sample, Task
@@ -43,26 +42,27 @@ def _read_cache(path: Path) -> dict[int, Sample]:
     out: dict[int, Sample] = {}
     if not path.exists():
         return out
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                s = Sample.from_dict(json.loads(line))
-            except (ValueError, TypeError, KeyError):
-                return {}  # a torn or foreign cache file is rebuilt, never trusted
-            out[s.index] = s
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}  # unreadable or binary garbage: rebuilt like a torn file
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            s = Sample.from_dict(json.loads(line))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return {}  # a torn or foreign cache file is rebuilt, never trusted
+        out[s.index] = s
     return out
 
 
 def _write_cache(path: Path, samples: dict[int, Sample]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        for i in sorted(samples):
-            f.write(samples[i].to_json() + "\n")
-    os.replace(tmp, path)  # atomic: concurrent writers never leave a torn file
+    from harness.atomic import atomic_write
+
+    # atomic: concurrent writers never leave a torn file; a full disk leaves no temp file
+    atomic_write(path, "".join(samples[i].to_json() + "\n" for i in sorted(samples)))
 
 
 def generate_samples(

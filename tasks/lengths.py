@@ -41,10 +41,14 @@ def parse_lengths(text: str) -> list[int]:
     for item in text.split(","):
         if not item.strip():
             raise UserError(f"empty item in length list {text!r}: {_FIX}")
+        if item.strip().startswith("-"):
+            raise UserError(f"bad length {item.strip()!r}: a length is a positive token count, not negative; {_FIX}")
         if "-" in item:
             parts = item.split("-")
             if len(parts) != 2:
                 raise UserError(f"bad length range {item!r}: {_FIX}")
+            if not parts[1].strip():
+                raise UserError(f"bad length range {item!r}: its end is missing; {_FIX}")
             lo, hi = parse_length(parts[0]), parse_length(parts[1])
             if lo > hi:
                 raise UserError(

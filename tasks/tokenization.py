@@ -22,27 +22,26 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
     from transformers import PreTrainedTokenizerBase
 
+_PASS_TOKENIZER = "pass --tokenizer with a local tokenizer directory or a reachable hub name"
 
-def load_tokenizer(name_or_path: str):
-    """A Hugging Face tokenizer from a local directory or, when online, a hub name."""
+
+def load_tokenizer(name_or_path: str, fix: str = _PASS_TOKENIZER):
+    """A Hugging Face tokenizer from a local directory or, when online, a hub name. `fix` ends the
+    error message: commands without a --tokenizer flag (eval) name their own remedy."""
     from transformers import AutoTokenizer
 
     local = os.path.isdir(name_or_path)
     if not local and (
         os.sep in name_or_path and not name_or_path.count("/") == 1 or name_or_path.startswith((".", "~"))
     ):
-        raise UserError(
-            f"tokenizer not found: {name_or_path} is not a directory; pass --tokenizer with a local tokenizer directory or a hub name"
-        )
+        raise UserError(f"tokenizer not found: {name_or_path} is not a directory; {fix}")
     try:
         tok = AutoTokenizer.from_pretrained(
             name_or_path, local_files_only=local or bool(os.environ.get("HF_HUB_OFFLINE"))
         )
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(
-            f"cannot load tokenizer {name_or_path!r} ({first}); pass --tokenizer with a local tokenizer directory or a reachable hub name"
-        ) from None
+        raise UserError(f"cannot load tokenizer {name_or_path!r} ({first}); {fix}") from None
     if not getattr(tok, "is_fast", False):
         raise UserError(
             f"tokenizer {name_or_path!r} has no fast (Rust) version; the length rule needs a fast tokenizer"

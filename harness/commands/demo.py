@@ -134,6 +134,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.demo import config_from_args, run_demo
+    from harness.errors import require_above, require_at_least
 
+    # The int flags are checked with the rest of the config in harness.demo.validate.
+    require_at_least((("--seed", args.seed, 0),))
+    require_above((("--lr", args.lr, 0), ("--rope-theta", args.rope_theta, 0)))
     run_demo(config_from_args(args))
     return 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from harness.errors import UserError
+from harness.errors import UserError, require_above, require_at_least
 
 HELP = "evaluate checkpoints on suites x lengths (vLLM or transformers), resumable, averaged over checkpoints"
 
@@ -114,13 +114,42 @@ def _rope_scaling(text: str | None) -> dict | None:
         ) from None
     if not isinstance(value, dict):
         raise UserError('--rope-scaling must be a JSON object, e.g. \'{"rope_type": "linear", "factor": 2.0}\'')
+    from harness.runners.common import normalise_rope_scaling
+
+    normalise_rope_scaling(value)  # no rope type: an error now, not when the first model loads
+    factor = value.get("factor")
+    if factor is not None:
+        if not isinstance(factor, (int, float)) or isinstance(factor, bool):
+            raise UserError(f"--rope-scaling factor {factor!r} is not a number: write e.g. 4.0")
+        require_above((("--rope-scaling factor", factor, 0),))
     return value
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    """Every numeric flag against its lower bound (NaN/inf rejected), before any work."""
+    require_at_least(
+        (
+            ("--last", args.last, 1),
+            ("--samples", args.samples, 1),
+            ("--seed", args.seed, 0),
+            ("--batch-size", args.batch_size, 1),
+            ("--max-model-len", args.max_model_len, 1),
+            ("--max-length", args.max_length, 1),
+            ("--tensor-parallel-size", args.tensor_parallel_size, 1),
+            ("--data-parallel", args.data_parallel, 1),
+            ("--threshold", args.threshold, 0),
+        )
+    )
+    require_above((("--rope-theta", args.rope_theta, 0),))
+    if args.threshold is not None and args.threshold > 100:
+        raise UserError(f"--threshold {args.threshold} is above 100: scores are percentages (RULER uses 85.6)")
 
 
 def config_from_args(args: argparse.Namespace):
     from harness.evaluate import EvalConfig, set_data_sources
     from tasks.registry import all_suites, split_csv
 
+    check_numbers(args)
     set_data_sources(args.essays, args.squad, args.hotpotqa, args.longbench)
     ckpts, suite, tasks, exclude = args.ckpts, args.suite, split_csv(args.tasks), split_csv(args.exclude)
     lengths, samples = args.lengths, args.samples

@@ -49,21 +49,22 @@ def configure_task(task, essays=None, squad=None, hotpotqa=None):
 def run(args) -> int:
     from tqdm import tqdm
 
+    from harness.atomic import atomic_write
     from harness.embedded import default_tokenizer_dir
-    from harness.errors import TaskUnavailable, UserError
+    from harness.errors import TaskUnavailable, UserError, require_at_least
     from tasks.generate import DEFAULT_SEED, generate_samples
     from tasks.lengths import format_length, parse_lengths
     from tasks.registry import get_task, resolve_tasks, split_csv
     from tasks.tokenization import load_generation_tokenizer
 
-    if args.samples < 1:
-        raise UserError(f"--samples {args.samples}: pass a positive number of samples")
+    require_at_least((("--samples", args.samples, 1), ("--seed", args.seed, 0)))
     lengths = parse_lengths(args.lengths)
     names = resolve_tasks(args.suite, split_csv(args.tasks), split_csv(args.exclude))
     seed = DEFAULT_SEED if args.seed is None else args.seed
     tokenizer = load_generation_tokenizer(args.tokenizer or str(default_tokenizer_dir()))
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file: pass a directory (it is created if missing)")
     # 'none' disables the cache, as in `harness eval` (never a directory called "none")
     cache_dir = False if args.cache_dir == "none" else (Path(args.cache_dir) if args.cache_dir else None)
 
@@ -102,14 +103,10 @@ def run(args) -> int:
                 continue
             bar.close()
             path = out / name / f"{length}.jsonl"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".jsonl.tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.writelines(s.to_json() + "\n" for s in samples)
-            tmp.replace(path)
+            atomic_write(path, "".join(s.to_json() + "\n" for s in samples))
             written += len(samples)
             print(f"{name} {format_length(length)}: {len(samples)} samples -> {path}")
-    (out / "unavailable.json").write_text(json.dumps(unavailable, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    atomic_write(out / "unavailable.json", json.dumps(unavailable, indent=2, sort_keys=True) + "\n")
     print(
         f"wrote {written} samples for {len(names) - len(unavailable)} tasks to {out}"
         + (f"; unavailable: {', '.join(sorted(unavailable))} (see {out / 'unavailable.json'})" if unavailable else "")

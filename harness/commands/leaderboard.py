@@ -34,16 +34,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from harness.errors import UserError
+    from harness.errors import UserError, require_at_least
     from leaderboards.build import build, load_runs
     from leaderboards.export import to_csv, to_json, to_markdown
     from leaderboards.render import render_html
 
+    require_at_least((("--threshold", args.threshold, 0),))  # above 100: build() says so
     board = build(load_runs(args.results), baseline=args.baseline, threshold=args.threshold, title=args.title)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file: pass a directory (it is created if missing)")
-    out.mkdir(parents=True, exist_ok=True)
     files = {
         "index.html": render_html(board),
         "leaderboard.csv": to_csv(board),
@@ -53,7 +53,11 @@ def run(args: argparse.Namespace) -> int:
     if board["baseline"]:
         files["leaderboard-delta.csv"] = to_csv(board, "delta")
         files["leaderboard-delta.md"] = to_markdown(board, "delta")
-    for name, text in files.items():
-        (out / name).write_text(text, encoding="utf-8")
+    from harness.atomic import atomic_write_many
+
+    # All files go to temp files first and are renamed in together: a full disk or a kill leaves
+    # the previous page and exports whole.
+    atomic_write_many({out / name: text for name, text in files.items()})
+    for name in files:
         print(out / name)
     return 0

@@ -68,8 +68,12 @@ def load_any(target: str, threshold: float | None) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.errors import require_at_least
     from harness.table import format_table
 
+    require_at_least((("--threshold", args.threshold, 0),))
+    if args.threshold is not None and args.threshold > 100:
+        raise UserError(f"--threshold {args.threshold} is above 100: scores are percentages (RULER uses 85.6)")
     tables = [format_table(load_any(target, args.threshold)) for target in args.results]
     print("\n\n".join(tables))
     return 0

@@ -36,6 +36,24 @@ def check_tokenizer_present(model_path: str) -> None:
         )
 
 
+def check_weights(model_path: str) -> None:
+    """Every *.safetensors of a local checkpoint has a readable header covering the whole file:
+    random bytes or a truncated copy are named before any work (reads headers only)."""
+    if not Path(model_path).is_dir():
+        return
+    from safetensors import SafetensorError, safe_open
+
+    for f in sorted(Path(model_path).glob("*.safetensors")):
+        try:
+            with safe_open(str(f), framework="pt"):
+                pass
+        except (SafetensorError, OSError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise UserError(
+                f"{f} is damaged or incomplete ({first}): re-save the checkpoint, or leave it out of --ckpts"
+            ) from None
+
+
 def config_context(config: dict) -> int | None:
     return config.get("max_position_embeddings") or (config.get("text_config") or {}).get("max_position_embeddings")
 

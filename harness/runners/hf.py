@@ -81,6 +81,8 @@ class HFRunner:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # the eval loop shows its own bar per checkpoint
+        from safetensors import SafetensorError
+
         try:
             device_map = settings.extra.get("device_map")  # "auto": the layers spread over the visible GPUs
             self.model = AutoModelForCausalLM.from_pretrained(
@@ -88,6 +90,12 @@ class HFRunner:
             )
             if device_map is None:
                 self.model = self.model.to(self.device)
+        except (SafetensorError, OSError) as exc:  # random bytes or a truncated weights file
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise UserError(
+                f"cannot load the weights of {model_path} ({first}): the weights file is damaged or incomplete; "
+                "re-save the checkpoint or leave it out of --ckpts"
+            ) from None
         finally:
             hf_logging.enable_progress_bar()
         self.model.eval()
