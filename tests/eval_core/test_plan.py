@@ -108,6 +108,10 @@ def test_cli_prints_the_plan_and_rejects_bad_input(tmp_path, capsys):
         assert main(["plan", "--baseline", str(path), *bad]) == 2
         assert msg in capsys.readouterr().err
     old = tmp_path / "old" / "results.json"
-    write_results(old, {"schema_version": 1, "run": {"name": "x", "checkpoints": []}, "suites": {}})
+    legacy = _run("x", {("A", 1024): _scores(4)})  # a version-1 file: valid, but no per-sample blocks
+    legacy["schema_version"] = 1
+    for suite in legacy["suites"].values():
+        suite.pop("samples", None)
+    write_results(old, legacy)
     assert main(["plan", "--baseline", str(old), "--delta", "5"]) == 2
     assert "no per-sample scores" in capsys.readouterr().err
