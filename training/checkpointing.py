@@ -479,6 +479,7 @@ class CheckpointManager:
         if self.is_main:
             for line in recover(self.run_dir):
                 self._report(line)
+        self.ctx.barrier()  # no rank reads the state while rank 0 may still be renaming it back
 
     # ---- resume
 

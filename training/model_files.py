@@ -63,8 +63,11 @@ def check_safetensors(path: Path) -> None:
 
 def check_model_dir(path: Path) -> None:
     """A local --model directory: config.json, weights and their headers (see the module docstring)."""
-    from harness.checkpoints import weight_files
+    from harness.checkpoints import incomplete_reason, weight_files
 
+    why = incomplete_reason(path)
+    if why is not None:  # a checkpoint whose writer was killed: continuing from it would fail or mislead
+        raise UserError(f"{path} is an incomplete checkpoint ({why}): pass a complete one as --model")
     config = path / "config.json"
     if not config.is_file():
         raise UserError(f"{path} has no config.json: {_FIX}")

@@ -101,8 +101,14 @@ class RunLock:
                 continue
             self._fd = fd
             info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-            os.ftruncate(fd, 0)
-            os.write(fd, (json.dumps(info) + "\n").encode())
+            try:
+                os.ftruncate(fd, 0)
+                os.write(fd, (json.dumps(info) + "\n").encode())
+            except OSError as exc:  # a full disk: the lock holds without its note, but say so and stop
+                self.release()
+                raise UserError(
+                    f"cannot write {self.path} ({exc.strerror}): free some space on that disk and re-run"
+                ) from None
             return
         raise UserError(f"could not lock {self.path} after 3 tries: another process keeps replacing it; retry")
 

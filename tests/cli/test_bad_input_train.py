@@ -143,6 +143,14 @@ def model_no_tokenizer(tmp, model):
     return m
 
 
+def model_incomplete_checkpoint(tmp, model):
+    from harness.checkpoints import IN_PROGRESS_FILE
+
+    m = _model_copy(tmp, model)
+    (m / IN_PROGRESS_FILE).write_text("")
+    return m
+
+
 def _data(name: str, content: bytes) -> Callable:
     def make(tmp, corpus):
         path = tmp / name
@@ -287,6 +295,7 @@ CASES = [
     Case("model-truncated-safetensors", "model.safetensors is damaged (truncated", model=model_truncated_safetensors),
     Case("model-two-byte-safetensors", "model.safetensors is damaged", model=model_tiny_safetensors),
     Case("model-no-weights", "has no weights", model=model_no_weights),
+    Case("model-incomplete-checkpoint", "is an incomplete checkpoint", model=model_incomplete_checkpoint),
     Case("model-no-tokenizer", "the tokenizer files must be in the --model directory", model=model_no_tokenizer),
     # output / run directory
     Case("out-is-a-file", "--out", out=out_is_file),

@@ -273,6 +273,8 @@ def test_disk_full_is_one_line_and_keeps_finished_work(
     from training import checkpointing
 
     mnt = tmp_path / "mnt"
+    # 32 MB, not 3: the finished first step must fit (ckpt ~2.6 MB, state with AdamW moments ~7 MB),
+    # then a filler file leaves exactly the room each case needs.
     _mount_tmpfs(mnt, "32m")
     try:
         out = mnt / "run"
