@@ -20,7 +20,7 @@ import pytest
 from harness.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_bad_input import GOOD  # noqa: E402  (a valid results.json)
+from test_bad_input import GOOD  # a valid results.json
 
 if os.geteuid() != 0:
     pytest.skip("the disk-full cases mount a 3 MB tmpfs, which needs root", allow_module_level=True)
@@ -30,7 +30,9 @@ if os.geteuid() != 0:
 def tmpfs(tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)], check=False, capture_output=True, text=True
+    )
     if done.returncode:
         pytest.skip(f"cannot mount a tmpfs here (a container without CAP_SYS_ADMIN?): {done.stderr.strip()}")
     yield mnt

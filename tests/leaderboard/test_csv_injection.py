@@ -71,7 +71,7 @@ def test_negative_deltas_stay_numbers(site):
 
 
 def _page_csv_field(html: str) -> str:
-    m = re.search(r"function csvField\(s\) \{.*?\n  \}", html, re.S)
+    m = re.search(r"function csvField\(s\) \{.*?\n  \}", html, re.DOTALL)
     assert m, "csvField not found in the page"
     return m.group(0)
 
