@@ -99,6 +99,7 @@ BAD_RESULTS = {
     "not-json": "{not json",
     "empty-file": "",
     "binary-garbage": bytes(range(256)) * 4,
+    "deeply-nested": "[" * 200000,
 }
 LEADERBOARD_BAD = [
     "suite-is-string",
