@@ -512,7 +512,7 @@ def load_results(path: str | Path) -> dict:
         ) from None
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than any results file
         store = path.parent / "samples.jsonl"
         fix = f"see its scores with `harness report {store}`" if store.is_file() else "re-run harness eval to write it"
         raise UserError(f"results file {path} is corrupt (not JSON): {fix}") from None

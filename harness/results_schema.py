@@ -14,6 +14,7 @@ fields; a reader ignores what it does not know).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -56,7 +57,7 @@ def validate_results(data: Any, path: str | Path) -> dict:
         raise UserError(f"{path}: {what}; {_FIX}")
 
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if not _int(version) or version < 1:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise UserError(
             f"{path} is not a harness results file (no schema_version/suites): pass a results.json written by harness eval"
         )
@@ -95,7 +96,7 @@ def validate_results(data: Any, path: str | Path) -> dict:
     return data
 
 
-def _validate_suite(name: str, suite: Any, bad) -> None:
+def _validate_suite(name: str, suite: Any, bad: Callable[[str], NoReturn]) -> None:
     if not isinstance(suite, dict):
         bad(f"suite {name!r} is not an object")
     for key in ("tasks", "evaluated"):
@@ -153,7 +154,7 @@ def _validate_suite(name: str, suite: Any, bad) -> None:
         bad(f"suite {name!r} effective length {eff['value']!r} is not an integer")
 
 
-def _length_key(key: Any, bad) -> int:
+def _length_key(key: Any, bad: Callable[[str], NoReturn]) -> int:
     try:
         return int(key)
     except (TypeError, ValueError):

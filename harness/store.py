@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -63,12 +64,31 @@ def _check_header(path: Path, line: bytes) -> dict:
     return header
 
 
+def _well_typed(rec: dict) -> bool:
+    """The fields every reader does arithmetic or lookups on have their types (an edited line
+    with "length": "4k" or "score": "high" is corrupt, not a crash in a report)."""
+    c = rec["checkpoint"]
+    score = rec.get("score")
+    return (
+        isinstance(c, dict)
+        and isinstance(c.get("fingerprint"), str)
+        and isinstance(c.get("path"), str)
+        and isinstance(rec["task"], str)
+        and all(isinstance(rec[k], int) and not isinstance(rec[k], bool) for k in ("length", "index", "seed"))
+        and isinstance(score, (int, float))
+        and not isinstance(score, bool)
+        and math.isfinite(score)
+    )
+
+
 def _parse_record(path: Path, line_no: int, line: bytes) -> dict | None:
     """A record line -> dict (None for a line of another type). StoreError when corrupt."""
     try:
         rec = json.loads(line)
         if isinstance(rec, dict) and rec.get("type") == "sample":
             record_key(rec)  # every key field must be present
+            if not _well_typed(rec):
+                raise TypeError
     except (ValueError, KeyError, TypeError):
         raise StoreError(
             f"{path} line {line_no} is corrupt (not a store record): the file was edited or damaged; "

@@ -99,6 +99,7 @@ BAD_RESULTS = {
     "not-json": "{not json",
     "empty-file": "",
     "binary-garbage": bytes(range(256)) * 4,
+    "deeply-nested": "[" * 200000,
 }
 LEADERBOARD_BAD = [
     "suite-is-string",
@@ -142,6 +143,11 @@ def ws(tmp_path_factory, tiny_llama_dir):
     store.mkdir()
     header = {"type": "header", "schema_version": 1, "created": "x", "package_version": "0", "git_hash": None}
     (store / "samples.jsonl").write_text(json.dumps(header) + "\nthis is no record\n")
+    bad = store.parent / "store-badtypes"
+    bad.mkdir()
+    rec = {"type": "sample", "checkpoint": {"path": "c", "step": 1, "fingerprint": "f"}, "task": "vt"}
+    rec.update(task_version="1", length="4k", index=0, seed=42, score="high")
+    (bad / "samples.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(rec) + "\n")
     (root / "store-foreign.jsonl").write_text('{"type": "header", "schema_version": 99}\n')
     (root / "afile").write_text("a file where a directory is expected\n")
     (root / "text.bin").write_bytes(bytes(range(256)))
@@ -264,6 +270,8 @@ CASES: list[tuple[str, list[str]]] = [
     ("report-dir-without-results", ["report", "rundir-empty"]),
     ("report-corrupt-store", ["report", "store-corrupt"]),
     ("report-newer-store", ["report", "store-foreign.jsonl"]),
+    ("report-store-bad-types", ["report", "store-badtypes"]),
+    ("eval-out-store-bad-types", EVAL + ["--out", "store-badtypes", "--no-progress"]),
     ("report-threshold-nan", ["report", "results/good.json", "--threshold", "nan"]),
     ("report-threshold-negative", ["report", "results/good.json", "--threshold=-1"]),
     ("report-threshold-above-100", ["report", "results/good.json", "--threshold", "101"]),

@@ -1,0 +1,138 @@
+"""A full disk (a 3 MB tmpfs filled to the last page): eval and leaderboard end with one line
+naming the path and the space, exit 2, keep everything finished and leave no temp files; the
+previous leaderboard page survives byte for byte.
+
+Needs root (mount); skipped otherwise, with the reason. The unit tests of harness.atomic that
+simulate ENOSPC without a mount are in tests/eval_core/test_atomic.py.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_bad_input import GOOD  # a valid results.json
+
+if os.geteuid() != 0:
+    pytest.skip("the disk-full cases mount a 3 MB tmpfs, which needs root", allow_module_level=True)
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)], check=False, capture_output=True, text=True
+    )
+    if done.returncode:
+        pytest.skip(f"cannot mount a tmpfs here (a container without CAP_SYS_ADMIN?): {done.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _fill(mnt: Path) -> Path:
+    """Write a filler file until the tmpfs refuses another byte."""
+    filler = mnt / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        for chunk in (65536, 4096, 1):
+            while True:
+                try:
+                    os.write(fd, b"\0" * chunk)
+                except OSError as exc:
+                    assert exc.errno == errno.ENOSPC
+                    break
+    finally:
+        os.close(fd)
+    return filler
+
+
+def _run(argv: list[str], capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    return code, capsys.readouterr().err
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _one_line_disk_full(code: int, err: str, path: Path) -> None:
+    assert code == 2, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: disk full writing "), err
+    assert str(path) in lines[0] and "free" in lines[0] and "needs" in lines[0]
+    assert "Traceback" not in err
+
+
+def test_leaderboard_on_a_full_disk_keeps_the_previous_page(tmpfs, tmp_path, capsys):
+    results = tmp_path / "good.json"
+    results.write_text(json.dumps(GOOD))
+    site = tmpfs / "site"
+    code, err = _run(["leaderboard", str(results), "--out", str(site), "--title", "first"], capsys)
+    assert code == 0, err
+    before = _snapshot(site)
+    assert "index.html" in before and b"first" in before["index.html"]
+    filler = _fill(tmpfs)
+    code, err = _run(["leaderboard", str(results), "--out", str(site), "--title", "second"], capsys)
+    _one_line_disk_full(code, err, site)
+    assert _snapshot(site) == before  # every old file whole, no temp file beside them
+    filler.unlink()
+    code, err = _run(["leaderboard", str(results), "--out", str(site), "--title", "second"], capsys)
+    assert code == 0, err
+    assert b"second" in (site / "index.html").read_bytes()
+    assert sorted(_snapshot(site)) == sorted(before)
+
+
+@pytest.fixture(scope="module")
+def two_ckpts(tmp_path_factory):
+    from harness.embedded_eval import ensure_checkpoints
+
+    return ensure_checkpoints(tmp_path_factory.mktemp("embedded") / "runs", steps=(10, 20))
+
+
+def _eval(ckpts: str, out: Path, samples: int) -> list[str]:
+    return ["eval", "--ckpts", ckpts, "--tasks", "vt", "--lengths", "1k"] + [
+        "--samples",
+        str(samples),
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+
+
+def test_eval_on_a_full_disk_keeps_every_finished_sample(tmpfs, two_ckpts, capsys):
+    out = tmpfs / "run"
+    code, err = _run(_eval(two_ckpts, out, 2), capsys)
+    assert code == 0, err
+    store = (out / "samples.jsonl").read_bytes()
+    results = out / "results.json"
+    results.unlink()
+    filler = _fill(tmpfs)
+
+    # nothing left to compute: only results.json is written, and does not fit
+    code, err = _run(_eval(two_ckpts, out, 2), capsys)
+    _one_line_disk_full(code, err, results)
+    # more samples: the first store append does not fit
+    code, err = _run(_eval(two_ckpts, out, 4), capsys)
+    _one_line_disk_full(code, err, out / "samples.jsonl")
+    assert (out / "samples.jsonl").read_bytes() == store  # finished records kept, no torn tail
+    assert sorted(p.name for p in out.iterdir()) == [".eval.lock", "samples.jsonl"]  # no temp file
+
+    filler.unlink()
+    code, err = _run(_eval(two_ckpts, out, 4), capsys)
+    assert code == 0, err
+    lines = (out / "samples.jsonl").read_bytes()
+    assert lines.startswith(store) and len(lines.splitlines()) == 1 + 2 * 4
