@@ -1,20 +1,28 @@
-"""GPU validation (issue 9): the paths CI cannot run, in one script with selectable sections.
+"""GPU validation (issues 9 and 16): the paths CI cannot run, in one script with selectable sections.
 
     python benchmarks/gpu_check.py                                  # all sections, sizes for the device
-    python benchmarks/gpu_check.py --sections kernels,diagnose --small
-    python benchmarks/gpu_check.py --model MODEL_DIR --samples SAMPLES_DIR --record
+    python benchmarks/gpu_check.py --record                         # ... and append the table to RESULTS.md
+    python benchmarks/gpu_check.py --sections kernels,diagnose --small --budget 120
+    python benchmarks/gpu_check.py --sections runner --model MODEL_DIR --samples SAMPLES_DIR
 
 Sections:
 - kernels: bf16 logits of every attention kernel (dense, sdpa-doc; varlen and flex on CUDA) for every
   training mode on packed windows, max |error| against the fp32 dense reference on the same weights.
-- train: benchmarks/train_step.py (CPU section on CPU, the ~1B Llama 16K-64K section on CUDA).
-- runner: the transformers runner (harness/runners/hf.py) in bf16 on pre-generated RULER samples
-  (`harness generate ... --out SAMPLES_DIR` on a CPU machine; this script only reads the JSONL),
-  samples/s and whether greedy outputs are identical across two runs.
-- diagnose: benchmarks/diagnose_rope.py, bf16 vs fp32.
-What needs CUDA is skipped on CPU with a line saying so. Prints one table; --record appends it to
-benchmarks/RESULTS.md with the date and the device name. Imports are lazy: torch, transformers
-and tqdm only (CUDA machines lack datasets, jinja2, lm-eval, wonderwords).
+- train: benchmarks/train_step.py (CPU section on CPU; on CUDA the ~1.1B Llama at 16K/32K/64K, varlen,
+  anchor/full step time, target <= 0.5 at 64K, and the peak memory of each mode).
+- runner: the transformers runner (harness/runners/hf.py) in bf16 at 4K-128K tokens (CUDA; 128/256 on
+  CPU with --small): samples/s, peak memory, the batch the runner chose per length (its token budget)
+  and whether greedy outputs are identical across two runs. By default on a random Llama (~110M, byte
+  tokenizer, built here); --model/--samples run a checkpoint on pre-generated RULER samples instead.
+- diagnose: benchmarks/diagnose_rope.py; on CUDA the 7B shape at L=4096 in bf16 (one sample), time of
+  one diagnostic pass against a plain forward (target <= 5x); on CPU the small shape, bf16 and fp32.
+
+Each row is printed as soon as it is measured (`row: ...`, flushed), so a run cut off by a time limit
+keeps what it measured; the table follows at the end. --budget SECONDS (default 560, one 10-minute
+command with room for start-up; 0 = none) skips the rows left once it is spent, saying so. --record
+appends a dated section named after the device to benchmarks/RESULTS.md (written to a temp file and
+renamed into place). Imports are lazy and need torch, transformers and tqdm only (CUDA machines lack
+datasets, lm-eval, vLLM and wonderwords; tests/benchmarks/test_gpu_check.py checks the imports).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import sys
 import tempfile
 import time
@@ -32,6 +41,35 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 SECTIONS = ("kernels", "train", "runner", "diagnose")
+DEFAULT_BUDGET = 560.0
+HEADER = ("section", "check", "value", "status")
+# Modules the CUDA image lacks: nothing this script imports may need them.
+ABSENT_ON_GPU_IMAGE = ("datasets", "lm_eval", "vllm", "wonderwords", "needlehaystack", "flash_attn")
+
+
+class Rows:
+    """The table being measured: each row printed when added; the time budget shared by all sections."""
+
+    def __init__(self, budget: float | None):
+        self.rows: list[tuple[str, str, str, str]] = []
+        self.t0 = time.monotonic()
+        self.budget = budget if budget and budget > 0 else None
+        self.skipped: list[str] = []
+
+    def add(self, section: str, check: str, value: str, status: str) -> None:
+        row = (section, check, value, status)
+        self.rows.append(row)
+        print("row: " + " | ".join(row), flush=True)
+
+    def spent(self) -> bool:
+        return self.budget is not None and time.monotonic() - self.t0 >= self.budget
+
+    def over(self, section: str, what: str) -> bool:
+        """True (and a 'skipped' row) when the budget is spent before measuring `what`."""
+        if not self.spent():
+            return False
+        self.add(section, what, "", f"skipped: --budget {self.budget:.0f}s spent")
+        return True
 
 
 def _cuda() -> bool:
@@ -40,7 +78,11 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def section_kernels(args, rows: list) -> None:
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def section_kernels(args, rows: Rows) -> None:
     import torch
     from train_step import small_llama, windows
 
@@ -52,14 +94,14 @@ def section_kernels(args, rows: list) -> None:
     # On CPU: flex runs eagerly (uncompiled) and varlen's layout runs through its SDPA emulation.
     kernels = ["sdpa-doc", "varlen", "flex"] if cuda else ["sdpa-doc", "flex", "varlen-cpu-emulation"]
     if not cuda:
-        rows.append(("kernels", "varlen (torch varlen_attn), compiled flex", "", "skipped: needs CUDA"))
+        rows.add("kernels", "varlen (torch varlen_attn), compiled flex", "", "skipped: needs CUDA")
     L = 4096 if cuda and not args.small else 1024
     vocab = 32000 if cuda and not args.small else 512
     wins = windows(L, 2, vocab)
     shape = (
-        dict(hidden=1024, layers=4, heads=8, intermediate=2816)
+        {"hidden": 1024, "layers": 4, "heads": 8, "intermediate": 2816}
         if cuda and not args.small
-        else dict(hidden=64, layers=2, heads=2, intermediate=172)
+        else {"hidden": 64, "layers": 2, "heads": 2, "intermediate": 172}
     )
     master = small_llama(vocab, **shape, max_pos=L)
     state = {k: v.detach().clone() for k, v in master.state_dict().items()}
@@ -73,6 +115,8 @@ def section_kernels(args, rows: list) -> None:
             return gather_logits(model(**forward_kwargs(batch, kernel)).logits, batch, kernel).float()
 
     for mode in MODES:
+        if rows.over("kernels", f"{mode} (all kernels), L={L}"):
+            return
         batch = build_batch(wins, mode).to(device)
         ref = logits("dense", torch.float32, batch)  # the fp32 reference every bf16 kernel is held to
         scale = ref.abs().max().item()
@@ -83,31 +127,28 @@ def section_kernels(args, rows: list) -> None:
             # bf16 rounding alone gives the dense kernel's error; a kernel more than twice as far from
             # the fp32 reference (plus 0.1% of the logit range) computes something else.
             ok = err <= 2 * dense_err + 1e-3 * max(scale, 1.0)
-            rows.append(("kernels", f"{mode} {kernel} bf16 vs fp32 dense, L={L}", f"{err:.3e}", "ok" if ok else "FAIL"))
+            rows.add("kernels", f"{mode} {kernel} bf16 vs fp32 dense, L={L}", f"{err:.3e}", "ok" if ok else "FAIL")
 
 
-def section_train(args, rows: list) -> None:
+def section_train(args, rows: Rows) -> None:
     import train_step
 
     cuda = _cuda()
-    ns = argparse.Namespace(
-        lengths=[1024] if args.small else [4096, 8192],
-        cuda_lengths=[16384, 32768, 65536],
-        steps=1 if args.small else 2,
-        threads=0,
-    )
     if not cuda:
-        rows.append(("train", "~1B Llama 16K-64K, varlen, bf16", "", "skipped: needs CUDA"))
-    out = train_step.run_cuda(ns) if cuda else train_step.run_cpu(ns)
-    for r in out:
-        rows.append(
-            (
+        rows.add("train", "~1B Llama 16K-64K, varlen, bf16", "", "skipped: needs CUDA")
+    lengths = [16384, 32768, 65536] if cuda else ([1024] if args.small else [4096, 8192])
+    for L in lengths:  # one length at a time, so the budget can stop between them
+        if rows.over("train", f"L={L} full / anchor s/step"):
+            return
+        ns = argparse.Namespace(lengths=[L], cuda_lengths=[L], steps=1 if args.small else 2, threads=0)
+        for r in train_step.run_cuda(ns) if cuda else train_step.run_cpu(ns):
+            peak = f", peak {_gib(r['full_peak'])} / {_gib(r['anchor_peak'])}" if "full_peak" in r else ""
+            rows.add(
                 "train",
                 f"L={r['window']} full / anchor s/step",
-                f"{r['full']:.3f} / {r['anchor']:.3f} (x{r['ratio']:.2f}, pairs {100 * r['pairs']:.1f}%)",
+                f"{r['full']:.3f} / {r['anchor']:.3f} (x{r['ratio']:.2f}, pairs {100 * r['pairs']:.1f}%){peak}",
                 train_step.target_verdict(r) or "measured",
             )
-        )
 
 
 def _read_samples(directory: Path, per_file: int) -> list[dict]:
@@ -122,63 +163,145 @@ def _read_samples(directory: Path, per_file: int) -> list[dict]:
     return out
 
 
-def section_runner(args, rows: list) -> None:
+def _synthetic_model(directory: Path, cuda: bool, small: bool, max_len: int) -> Path:
+    """A random Llama with a byte tokenizer (no wonderwords needed), saved with save_pretrained."""
+    from harness.embedded import build_byte_tokenizer, build_tiny_llama
+
+    tok = build_byte_tokenizer(directory / "tokenizer")
+    if cuda and not small:  # ~110M parameters, 16 heads of 64
+        shape = {"hidden_size": 1024, "num_layers": 8, "num_heads": 16, "intermediate_size": 2816}
+    else:
+        shape = {"hidden_size": 64, "num_layers": 2, "num_heads": 2}
+    return build_tiny_llama(
+        directory / "model", tok, max_position_embeddings=max_len, dtype="bfloat16", rope_theta=1e6, **shape
+    )
+
+
+def _synthetic_prompts(length: int, count: int) -> list[str]:
+    """`count` distinct prompts of `length` bytes (= tokens of the byte tokenizer)."""
+    import random
+
+    words = [
+        "the",
+        "grass",
+        "is",
+        "green",
+        "sky",
+        "blue",
+        "sun",
+        "yellow",
+        "here",
+        "we",
+        "go",
+        "there",
+        "and",
+        "back",
+        "again",
+        "magic",
+        "number",
+        "key",
+    ]
+    out = []
+    for i in range(count):
+        rng = random.Random(i)
+        text = f"Sample {i}. "
+        while len(text) < length:
+            text += " ".join(rng.choice(words) for _ in range(12)) + ". "
+        out.append(text[: length - 24] + " The special number is")
+    return out
+
+
+def _runner_rows(rows: Rows, runner, groups: dict[int, list], cuda: bool) -> None:
+    import torch
+
+    for length, reqs in sorted(groups.items()):
+        if rows.over("runner", f"hf bf16 L={length}"):
+            return
+        outs, times = [], []
+        runner.batch_log.clear()
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
+        for _ in range(2):
+            if cuda:
+                torch.cuda.synchronize()
+            t = time.perf_counter()
+            outs.append(runner.generate(reqs))
+            if cuda:
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - t)
+        peak = _gib(torch.cuda.max_memory_allocated()) if cuda else "n/a on CPU"
+        batches = sorted({n for n, _ in runner.batch_log}, reverse=True)
+        same = outs[0] == outs[1]
+        rows.add(
+            "runner",
+            f"hf bf16 L={length}, {len(reqs)} samples",
+            f"{len(reqs) / min(times):.2f} samples/s, peak {peak}, batch {'/'.join(map(str, batches))}",
+            "ok" if same else "FAIL",
+        )
+        rows.add("runner", f"greedy outputs identical across 2 runs, L={length}", str(same), "ok" if same else "FAIL")
+
+
+def section_runner(args, rows: Rows) -> None:
     from harness.runners.base import GenerationRequest, RunnerSettings
     from harness.runners.hf import HFRunner
 
-    if not args.model or not args.samples:
-        rows.append(
-            ("runner", "hf bf16 on RULER samples", "", "skipped: give --model and --samples (see benchmarks/README.md)")
-        )
+    cuda = _cuda()
+    if bool(args.model) != bool(args.samples):
+        rows.add("runner", "hf bf16 on RULER samples", "", "skipped: give both --model and --samples (or neither)")
         return
-    samples = _read_samples(Path(args.samples), args.per_file)
-    if not samples:
-        rows.append(("runner", f"no *.jsonl under {args.samples}", "", "FAIL"))
-        return
-    reqs = [GenerationRequest(s["input"] + s.get("answer_prefix", ""), int(s["max_new_tokens"])) for s in samples]
-    runner = HFRunner(args.model, RunnerSettings(backend="hf", dtype="bfloat16", batch_size=args.batch_size))
-    try:
-        outs, times = [], []
-        for _ in range(2):
-            t = time.perf_counter()
-            outs.append(runner.generate(reqs))
-            times.append(time.perf_counter() - t)
-    finally:
-        runner.close()
-    lengths = sorted({int(s["length"]) for s in samples})
-    same = outs[0] == outs[1]
-    rows.append(
-        (
-            "runner",
-            f"hf bf16, {len(reqs)} samples, lengths {lengths}",
-            f"{len(reqs) / min(times):.2f} samples/s",
-            "ok" if same else "FAIL",
-        )
-    )
-    rows.append(("runner", "greedy outputs identical across 2 runs", str(same), "ok" if same else "FAIL"))
+    settings = RunnerSettings(backend="hf", dtype="bfloat16", batch_size=args.batch_size)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.model:
+            samples = _read_samples(Path(args.samples), args.per_file)
+            if not samples:
+                rows.add("runner", f"no *.jsonl under {args.samples}", "", "FAIL")
+                return
+            groups: dict[int, list] = {}
+            for s in samples:
+                req = GenerationRequest(s["input"] + s.get("answer_prefix", ""), int(s["max_new_tokens"]))
+                groups.setdefault(int(s["length"]), []).append(req)
+            model = args.model
+        else:
+            if cuda and not args.small:
+                lengths = [4096, 8192, 16384, 32768, 65536, 131072]
+            else:
+                lengths = [128, 256] if args.small else [512, 1024]
+            new = 16
+            groups = {L: [GenerationRequest(p, new) for p in _synthetic_prompts(L, args.per_file)] for L in lengths}
+            model = str(_synthetic_model(Path(tmp), cuda, args.small, max(lengths) + 2 * new))
+        runner = HFRunner(model, settings)
+        try:
+            _runner_rows(rows, runner, groups, cuda)
+        finally:
+            runner.close()
 
 
-def section_diagnose(args, rows: list) -> None:
+def section_diagnose(args, rows: Rows) -> None:
     import diagnose_rope
 
     cuda = _cuda()
-    argv = ["--dtypes", "bf16,fp32", "--num-samples", "1" if args.small else "2"]
-    if args.small:
-        argv += ["--size", "small", "--seq-len", "128"]
-    if not cuda:
-        rows.append(("diagnose", "large model at 4K on GPU", "", "skipped: needs CUDA (CPU runs the small model)"))
+    if cuda and not args.small:
+        argv = ["--size", "7b", "--seq-len", "4096", "--num-samples", "1", "--dtypes", "bf16"]
+    else:
+        argv = ["--size", "small", "--seq-len", "128" if args.small else "512", "--num-samples", "1"]
+        argv += ["--dtypes", "bf16,fp32"]
+        rows.add("diagnose", "7B at L=4096 on GPU", "", "skipped: needs CUDA (CPU runs the small model)")
+    if rows.over("diagnose", " ".join(argv)):
+        return
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "rope.json"
         diagnose_rope.main(argv + ["--out", str(out)])
         res = json.loads(out.read_text())
     for dtype, t in res["timing"].items():
-        rows.append(
-            (
-                "diagnose",
-                f"{res['size']} L={res['seq_len']} {dtype}",
-                f"{t['diagnostic_s']:.1f}s ({t['passes']} passes)",
-                "ok",
-            )
+        per = t["diagnostic_s"] / t["passes"]
+        ratio = per / t["plain_forward_s"]
+        target = res["size"] == "7b" and res["seq_len"] == 4096 and dtype == "bf16"
+        status = ("ok <=5x" if ratio <= 5 else "FAIL >5x") if target else "measured"
+        rows.add(
+            "diagnose",
+            f"{res['size']} L={res['seq_len']} pass vs plain forward, {dtype}",
+            f"{per * 1000:.0f} ms / {t['plain_forward_s'] * 1000:.0f} ms = x{ratio:.1f} ({t['passes']} passes)",
+            status,
         )
 
 
@@ -195,22 +318,45 @@ def device_name() -> str:
 
 
 def table(rows: list) -> str:
-    w = [max(len(str(r[i])) for r in rows + [("section", "check", "value", "status")]) for i in range(4)]
-    lines = [" | ".join(h.ljust(w[i]) for i, h in enumerate(("section", "check", "value", "status")))]
+    w = [max(len(str(r[i])) for r in [*rows, HEADER]) for i in range(4)]
+    lines = [" | ".join(h.ljust(w[i]) for i, h in enumerate(HEADER))]
     lines += [" | ".join(str(c).ljust(w[i]) for i, c in enumerate(r)) for r in rows]
     lines = ["| " + ln + " |" for ln in lines]
     lines.insert(1, "|" + "|".join("-" * (x + 2) for x in w) + "|")
     return "\n".join(lines)
 
 
+def record(text: str, cmd: str) -> Path:
+    """Append a dated section named after the device to benchmarks/RESULTS.md (temp file + rename)."""
+    path = ROOT / "benchmarks" / "RESULTS.md"
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    old = path.read_text() if path.exists() else ""
+    new = old + f"\n## {stamp}, {device_name()}\n\n`{cmd}`\n\n{text}\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".RESULTS.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(new)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="GPU validation checks (see the module docstring)")
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma list of {','.join(SECTIONS)}")
     ap.add_argument("--small", action="store_true", help="smallest sizes (CPU smoke run)")
-    ap.add_argument("--model", help="model directory for the runner section")
+    ap.add_argument("--model", help="model directory for the runner section (with --samples)")
     ap.add_argument("--samples", help="directory of pre-generated samples (harness generate --out)")
-    ap.add_argument("--per-file", type=int, default=4, help="samples read per (task, length) file")
-    ap.add_argument("--batch-size", type=int, default=1)
+    ap.add_argument("--per-file", type=int, default=4, help="samples per length (read per file with --samples)")
+    ap.add_argument("--batch-size", type=int, default=8, help="runner row cap; its token budget decides below it")
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET,
+        help=f"seconds; rows left when spent are skipped (default {DEFAULT_BUDGET:.0f}, 0 = no limit)",
+    )
     ap.add_argument("--record", action="store_true", help="append the table to benchmarks/RESULTS.md")
     args = ap.parse_args(argv)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
@@ -219,22 +365,20 @@ def main(argv=None) -> int:
         from harness.errors import UserError
 
         raise UserError(f"unknown section(s) {', '.join(bad)}: choose from {', '.join(SECTIONS)}")
-    rows: list = []
+    rows = Rows(args.budget)
     fns = {"kernels": section_kernels, "train": section_train, "runner": section_runner, "diagnose": section_diagnose}
     for s in sections:
         print(f"== {s}", flush=True)
         fns[s](args, rows)
-    for r in rows:
+    for r in rows.rows:
         if r[3].startswith("skipped"):
             print(f"section {r[0]}: {r[1]} {r[3]}")
-    text = table(rows)
-    print(text)
+    text = table(rows.rows)
+    print(text, flush=True)
     if args.record:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         cmd = "python benchmarks/gpu_check.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        with (ROOT / "benchmarks" / "RESULTS.md").open("a") as fh:
-            fh.write(f"\n## {stamp}, {device_name()}\n\n`{cmd}`\n\n{text}\n")
-    return 1 if any(r[3] == "FAIL" for r in rows) else 0
+        print(f"recorded in {record(text, cmd)}")
+    return 1 if any(r[3].startswith("FAIL") for r in rows.rows) else 0
 
 
 if __name__ == "__main__":

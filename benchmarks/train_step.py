@@ -202,9 +202,11 @@ def run_cuda(args) -> list[dict]:
             # ~1.1B parameters: Llama-style 2048 x 16 layers, 16 heads of 128.
             model = small_llama(vocab, hidden=2048, layers=16, heads=16, intermediate=5632, max_pos=L).to(device)
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            torch.cuda.reset_peak_memory_stats()
             res[mode] = statistics.median(
                 step_times({mode: model}, wins, "varlen", steps=args.steps, dtype=torch.bfloat16, device=device)[mode]
             )
+            res[f"{mode}_peak"] = torch.cuda.max_memory_allocated()  # bytes: weights, AdamW state, activations
             del model
             torch.cuda.empty_cache()
         rows.append({"window": L, **res, "ratio": res["anchor"] / res["full"], "pairs": pairs, "target": L == 65536})

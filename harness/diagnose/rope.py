@@ -34,6 +34,14 @@ Two measurements per (checkpoint, dtype), both averaged over text samples:
 Memory stays bounded: rows are built one layer at a time, in blocks of query rows sized by
 `max_bytes`, never a layers × heads × L × L tensor.
 
+Speed (issue 16): the Δ1 runs go in groups whose captured q/k fit the budget; then each layer
+compares the whole group with its Δ2 rows in one batch (`attention_differences`: one batched
+product, softmax and difference per block of rows for all shifts), and the error sources do the
+same per precision config. The Δ2 rows are built once per layer (per config), not once per shift,
+and the number of kernel launches no longer grows with the shifts. On CUDA the batching budget is a
+share of the free memory (`working_bytes`). Blocks of rows keep their size (`max_bytes`, per
+shift): the product's rounding depends on the block's shape, so results are unchanged.
+
 Legend: q_HLD = H heads × L positions × head dim D; cols_HL = per-head column sums.
 """
 
@@ -71,17 +79,20 @@ LOGIT_DELTA1 = 0
 DEFAULT_MAX_BYTES = 1 << 28
 # On CUDA: this share of the free memory for row blocks, the same again for stored q/k.
 CUDA_MEMORY_SHARE = 0.3
+# On CPU a block of rows larger than this leaves the caches: several shifts at 16-32 MB per block
+# ran 1.6-4x faster than one shift per 256 MB block (L=256-512, 4 heads, one thread).
+CPU_BLOCK_BYTES = 1 << 25
 
 
-def working_bytes(max_bytes: int | None, device) -> int:
-    """The memory budget of one measure(): `max_bytes` when given, else by device.
+def working_bytes(batch_bytes: int | None, device) -> int:
+    """The memory for batching shifts in one measure(): `batch_bytes` when given, else by device.
 
-    On a GPU the fixed CPU budget would cut a 7B/L=4096 layer into blocks of 51 rows and one shift
-    at a time (hundreds of thousands of small kernels, Δ2 rows recomputed per shift); a share of the
-    free memory lets every shift of a layer go through one batched block of 256 rows.
+    On a GPU the CPU budget would hold one 7B/L=4096 layer's q/k for a single shift at a time: one
+    batch per shift, the Δ2 rows rebuilt per shift, hundreds of thousands of small kernels. A share
+    of the free memory lets all 19 shifts of a layer go through each block of rows together.
     """
-    if max_bytes is not None:
-        return int(max_bytes)
+    if batch_bytes is not None:
+        return int(batch_bytes)
     import torch
 
     if str(device).startswith("cuda") and torch.cuda.is_available():
@@ -99,9 +110,10 @@ class Settings:
     kernel: str = "eager"
     rope_angles: str = "model"  # "model": transformers' own (float32) angles; "fp64": recomputed in float64
     sources: bool = True
-    # Working memory for blocks of attention rows and for stored q/k; None: by device
-    # (DEFAULT_MAX_BYTES on CPU, a share of the free memory on CUDA; see working_bytes).
-    max_bytes: int | None = None
+    max_bytes: int = 1 << 28  # working memory of one block of attention rows (of one shift)
+    # Working memory for batching shifts (stored q/k, rotated q/k, batched row blocks); None: by
+    # device (DEFAULT_MAX_BYTES on CPU, a share of the free memory on CUDA; see working_bytes).
+    batch_bytes: int | None = None
 
     def needed_length(self) -> int:
         return max([self.seq_len, *self.logit_lengths])
@@ -153,40 +165,64 @@ def attention_difference(
 
 
 def attention_differences(
-    qk1, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = DEFAULT_MAX_BYTES
+    qk1, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = DEFAULT_MAX_BYTES, batch_bytes=None
 ) -> list[LayerDiff]:
-    """attention_difference for several (q1, k1) against one (q2, k2), all shifts in one batch.
+    """attention_difference for several (q1, k1) against one (q2, k2), the shifts batched.
 
-    Δ2 and every Δ1 are stacked on a leading axis and go through one batched product, softmax and
-    difference per block of rows: the Δ2 rows are built once, the kernels launched once per block
-    (not once per shift), and an equal shift gives bitwise-equal rows (one batched matmul).
+    The Δ2 rows of a block are built once for all shifts, and the shifts go through each block's
+    product, softmax and difference together, in batches of at most `batch_bytes` of float64 rows
+    (None: all at once). The block of rows is sized by `max_bytes` alone, as for one shift: the
+    product's rounding depends on the block's shape (not on the batch), so results do not depend
+    on how many shifts share a batch.
     """
     import torch
 
     num_heads, length, _ = q2_HLD.shape
-    shifts = len(qk1)
     p = torch_dtype(product)
-    q = torch.stack([q2_HLD.to(p), *(q.to(p) for q, _ in qk1)])  # [S+1, H, L, D]
-    k = torch.stack([_expand_kv(k2_HLD, num_heads).to(p), *(_expand_kv(k, num_heads).to(p) for _, k in qk1)])
+    q2, k2 = q2_HLD.to(p), _expand_kv(k2_HLD, num_heads).to(p)
     device = q2_HLD.device
-    cols = torch.zeros(shifts, num_heads, length, dtype=torch.float64, device=device)
-    firsts = torch.zeros(shifts, num_heads, dtype=torch.float64, device=device)
-    # About four float64 [S+1, H, rows, L] tensors live at once (logits, probabilities, difference).
-    rows = max(1, min(length, MAX_BLOCK_ROWS, max_bytes // (4 * 8 * (shifts + 1) * num_heads * length)))
+    # About five float64 [H, rows, L] tensors live at once per shift (logits, probabilities, diff).
+    rows = max(1, min(length, MAX_BLOCK_ROWS, max_bytes // (5 * 8 * num_heads * length)))
+    per_batch = len(qk1)
+    if batch_bytes is not None:
+        per_batch = max(1, min(per_batch, batch_bytes // (4 * 8 * num_heads * rows * length)))
+    # [S, H, L, D] stacks in the product dtype, one per batch of shifts.
+    batches = [
+        (
+            torch.stack([q.to(p) for q, _ in qk1[b : b + per_batch]]),
+            torch.stack([_expand_kv(k, num_heads).to(p) for _, k in qk1[b : b + per_batch]]),
+        )
+        for b in range(0, len(qk1), per_batch)
+    ]
+    cols = torch.zeros(len(qk1), num_heads, length, dtype=torch.float64, device=device)
+    firsts = torch.zeros(len(qk1), num_heads, dtype=torch.float64, device=device)
     keys = torch.arange(length, device=device)
     for r0 in range(0, length, rows):
         r1 = min(length, r0 + rows)
         future = keys[None, :r1] > keys[r0:r1, None]  # [rows, r1]: keys after the query
-        # The product and its scaling in `product` (see precision.logits), then float64.
-        a = torch.matmul(q[:, :, r0:r1], k[:, :, :r1].transpose(-1, -2)).mul_(scaling)
-        first = a[..., 0].to(torch.float64)  # [S+1, H, rows]; key 0 is never masked
-        firsts += (first[1:] - first[:1]).abs_().sum(-1)
-        # -inf is exact in every product dtype: masking before the float64 cast is the same.
-        prob = torch.softmax(a.masked_fill_(future, float("-inf")).to(torch.float64), dim=-1)
-        del a
-        cols[:, :, :r1] += (prob[1:] - prob[:1]).abs_().sum(-2)
-        del prob
-    return [LayerDiff(cols[i], firsts[i]) for i in range(shifts)]
+        a2 = _block_logits(q2[:, r0:r1], k2[:, :r1], scaling)
+        a2_first = a2[..., 0].to(torch.float64)
+        p2 = torch.softmax(a2.masked_fill_(future, float("-inf")).to(torch.float64), dim=-1)
+        del a2
+        for n, (q1, k1) in enumerate(batches):
+            s0, s1 = n * per_batch, n * per_batch + q1.shape[0]
+            a1 = _block_logits(q1[:, :, r0:r1], k1[:, :, :r1], scaling)  # [s, H, rows, r1]
+            firsts[s0:s1] += (a1[..., 0].to(torch.float64) - a2_first).abs_().sum(-1)
+            p1 = torch.softmax(a1.masked_fill_(future, float("-inf")).to(torch.float64), dim=-1)
+            del a1
+            cols[s0:s1, :, :r1] += p1.sub_(p2).abs_().sum(-2)
+            del p1
+    return [LayerDiff(cols[i], firsts[i]) for i in range(len(qk1))]
+
+
+def _block_logits(q, k, scaling: float):
+    """q·kᵀ·scaling in q's dtype, as precision.logits computes it (before its float64 cast).
+
+    -inf is exact in every product dtype, so callers mask future keys before casting to float64.
+    """
+    import torch
+
+    return torch.matmul(q, k.transpose(-1, -2)).mul_(scaling)
 
 
 def first_logit_difference(q1_HLD, k1_HLD, q2_HLD, k2_HLD, scaling: float, product: str):
@@ -264,8 +300,10 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
     device = next(model.parameters()).device
     base = getattr(model, model.base_model_prefix, model)
     product = model_product(settings.kernel, model_dtype)
-    budget = working_bytes(settings.max_bytes, device)
-    rec = _Recorder(scaling, product, budget)
+    budget = working_bytes(settings.batch_bytes, device)
+    # Float64 rows of the shifts batched in one block; on CPU kept small enough to stay in cache.
+    block = budget if device.type == "cuda" else min(budget, CPU_BLOCK_BYTES)
+    rec = _Recorder(scaling, product, settings.max_bytes)
     rec.want_pre = settings.sources
     rotary = rotary_module(model) if settings.sources else None
     if rotary is not None and rotary.inv_freq.numel() * 2 != layers[0].head_dim:
@@ -320,7 +358,11 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
                     forward(ids, shift, "compare")
                 diffs = []
                 for i in range(num_layers):
-                    diffs.append(attention_differences(rec.pending.pop(i), *rec.ref[i], scaling, product, budget))
+                    diffs.append(
+                        attention_differences(
+                            rec.pending.pop(i), *rec.ref[i], scaling, product, settings.max_bytes, block
+                        )
+                    )
                     bar.update(len(chunk) / num_layers)
                 for j, shift in enumerate(chunk):
                     heads = [diffs[i][j].head_d().sum().item() for i in range(num_layers)]
@@ -332,7 +374,9 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
                 del diffs
             rec.ref = {}
             if settings.sources:
-                res.sources = _sources(rec.pre, rotary, scaling, shifts, delta2, configs, budget, bar.update)
+                res.sources = _sources(
+                    rec.pre, rotary, scaling, shifts, delta2, configs, settings.max_bytes, bar.update, budget, block
+                )
                 rec.pre = {}
             for length in settings.logit_lengths:
                 part = torch.tensor([tokens[:length]], device=device)
@@ -347,7 +391,9 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
     return _summarise(per_sample, settings, configs, model_dtype, product, num_layers, layers)
 
 
-def _sources(pre, rotary, scaling, shifts, delta2, configs, max_bytes, progress=None) -> dict[str, list[float]]:
+def _sources(
+    pre, rotary, scaling, shifts, delta2, configs, max_bytes, progress=None, group_bytes=None, batch_bytes=None
+) -> dict[str, list[float]]:
     """D per shift for each precision config, from the fixed pre-RoPE q/k of every layer."""
     import torch
 
@@ -368,7 +414,7 @@ def _sources(pre, rotary, scaling, shifts, delta2, configs, max_bytes, progress=
         num_heads, length, head_dim = q.shape
         # Rotated q/k of this many shifts at once (float64, and once more stacked by
         # attention_differences), so the Δ2 rows are shared by them.
-        group = max(1, max_bytes // (2 * (num_heads + k.shape[0]) * length * head_dim * 8))
+        group = max(1, (group_bytes or max_bytes) // (2 * (num_heads + k.shape[0]) * length * head_dim * 8))
         for name, prec in configs.items():
             q2 = apply_rope(q, *cos_sin(delta2, prec.angles, length), prec.rotated)
             k2 = apply_rope(k, *cos_sin(delta2, prec.angles, length), prec.rotated)
@@ -377,7 +423,7 @@ def _sources(pre, rotary, scaling, shifts, delta2, configs, max_bytes, progress=
                 for shift in shifts[g0 : g0 + group]:
                     cos, sin = cos_sin(shift, prec.angles, length)
                     qk1.append((apply_rope(q, cos, sin, prec.rotated), apply_rope(k, cos, sin, prec.rotated)))
-                diffs = attention_differences(qk1, q2, k2, scaling, prec.product, max_bytes)
+                diffs = attention_differences(qk1, q2, k2, scaling, prec.product, max_bytes, batch_bytes)
                 for s, diff in enumerate(diffs, start=g0):
                     out[name][s] += diff.head_d().sum().item()
             if progress is not None:

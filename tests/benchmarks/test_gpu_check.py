@@ -62,9 +62,14 @@ def test_cpu_path_smallest(tmp_path, tiny_llama_dir, capsys):
             row = [r for r in body if r[0] == "kernels" and r[1].startswith(f"{mode} {kernel} ")]
             assert len(row) == 1 and row[0][3] == "ok" and float(row[0][2]) < 0.1, (mode, kernel, row)
     assert any(r[0] == "train" and r[1].startswith("L=1024") and r[3] == "measured" for r in body)
-    assert any(r[0] == "runner" and r[1].startswith("hf bf16, 2 samples") and "samples/s" in r[2] for r in body)
-    assert ["runner", "greedy outputs identical across 2 runs", "True", "ok"] in body
-    assert {r[1].split()[-1] for r in body if r[0] == "diagnose" and r[3] == "ok"} == {"bf16", "fp32"}
+    runner = [r for r in body if r[0] == "runner" and r[1].startswith("hf bf16 L=128, 2 samples")]
+    assert len(runner) == 1 and "samples/s" in runner[0][2] and "batch 2" in runner[0][2] and runner[0][3] == "ok"
+    assert ["runner", "greedy outputs identical across 2 runs, L=128", "True", "ok"] in body
+    assert {r[1].split()[-1] for r in body if r[0] == "diagnose" and r[3] == "measured"} == {"bf16", "fp32"}
+    # Every row was printed when measured, before the table.
+    first_table_line = out.index("| section")
+    for r in body:
+        assert out.index("row: " + " | ".join(r)) < first_table_line
     for section in ("kernels", "train", "diagnose"):
         assert f"section {section}: " in out and any(
             r[0] == section
@@ -75,20 +80,78 @@ def test_cpu_path_smallest(tmp_path, tiny_llama_dir, capsys):
         )
 
 
-def test_runner_skip_and_bad_section(capsys):
+def test_synthetic_runner_and_bad_section(capsys):
+    """Without --model/--samples the runner section builds its own random Llama (byte tokenizer)."""
     from harness.errors import UserError
 
     gpu_check = _load()
-    assert gpu_check.main(["--sections", "runner"]) == 0
-    assert "section runner: hf bf16 on RULER samples skipped: give --model and --samples" in capsys.readouterr().out
+    assert gpu_check.main(["--sections", "runner", "--small", "--per-file", "3"]) == 0
+    out = capsys.readouterr().out
+    for length in (128, 256):
+        assert f"row: runner | hf bf16 L={length}, 3 samples | " in out
+        assert f"row: runner | greedy outputs identical across 2 runs, L={length} | True | ok" in out
+    assert gpu_check.main(["--sections", "runner", "--model", "x"]) == 0
+    assert "skipped: give both --model and --samples" in capsys.readouterr().out
     with pytest.raises(UserError, match="unknown section"):
         gpu_check.main(["--sections", "kernel"])
+
+
+def test_budget_skips_the_rows_left(capsys):
+    gpu_check = _load()
+    assert gpu_check.main(["--small", "--sections", "train,diagnose", "--budget", "1e-9"]) == 0
+    out = capsys.readouterr().out
+    assert "row: train | L=1024 full / anchor s/step |  | skipped: --budget 0s spent" in out
+    assert "| diagnose | --size small" in out and "skipped: --budget" in out
+    assert "measured" not in out
+
+
+def test_rows_survive_a_crash_later(monkeypatch, capsys):
+    gpu_check = _load()
+
+    def boom(args, rows):
+        raise RuntimeError("killed by a time limit")
+
+    monkeypatch.setattr(gpu_check, "section_diagnose", boom)
+    monkeypatch.setattr(gpu_check, "section_runner", lambda args, rows: rows.add("runner", "a row", "1", "ok"))
+    with pytest.raises(RuntimeError):
+        gpu_check.main(["--sections", "runner,diagnose"])
+    assert "row: runner | a row | 1 | ok" in capsys.readouterr().out
+
+
+def test_imports_need_only_torch_transformers_tqdm():
+    """What each section imports works with the packages the GPU image lacks made unimportable."""
+    import subprocess
+    import sys
+
+    gpu_check = _load()
+    code = f"""
+import sys
+# A None entry makes `import x` raise ModuleNotFoundError and find_spec("x") return None, as on
+# a machine without the package.
+for name in {gpu_check.ABSENT_ON_GPU_IMAGE!r}:
+    sys.modules[name] = None
+sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / "benchmarks")!r}]
+import gpu_check, train_step, diagnose_rope
+import harness.runners.hf, harness.runners.base, harness.embedded, harness.diagnose.rope, harness.errors
+import training.attention, training.attention.varlen, training.attention.flex, training.attention.sdpa_doc
+import training.attention.dense, training.modes, training.loop
+from training.attention import register
+for k in ("dense", "sdpa-doc", "flex", "varlen"):
+    register(k)
+print("imports ok")
+"""
+    res = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert res.returncode == 0 and "imports ok" in res.stdout, res.stderr[-2000:]
 
 
 def test_record_appends(tmp_path, monkeypatch):
     gpu_check = _load()
     monkeypatch.setattr(gpu_check, "ROOT", tmp_path)
     (tmp_path / "benchmarks").mkdir()
-    gpu_check.main(["--sections", "runner", "--record"])
+    (tmp_path / "benchmarks" / "RESULTS.md").write_text("# kept\n")
+    gpu_check.main(["--sections", "runner", "--model", "x", "--record"])
     text = (tmp_path / "benchmarks" / "RESULTS.md").read_text()
-    assert text.startswith("\n## ") and "UTC, CPU" in text and "| runner " in text
+    assert text.startswith("# kept\n\n## ") and "UTC, CPU" in text and "| runner " in text
+    assert [p.name for p in (tmp_path / "benchmarks").iterdir()] == ["RESULTS.md"]  # no temp file left

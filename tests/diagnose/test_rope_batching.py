@@ -1,0 +1,54 @@
+"""Batching the shifts (issue 16's speed-up) leaves every number of the RoPE diagnostic unchanged.
+
+The reference is the one-shift-at-a-time path: `attention_difference` per shift, and measure()
+with a batching budget of one byte (one shift per batch, one Δ1 run per group). Equality is exact:
+batching must not change a single rounding.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from diagnose_reference import tiny_llama
+
+from harness.diagnose.rope import Settings, attention_difference, attention_differences, measure, working_bytes
+
+L = 80
+
+
+def _qk(seed: int, heads=4, kv=2, length=70, d=16):
+    g = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(heads, length, d, generator=g, dtype=torch.float64),
+        torch.randn(kv, length, d, generator=g, dtype=torch.float64),
+    )
+
+
+@pytest.mark.parametrize("product", ["bf16", "fp32", "fp64"])
+@pytest.mark.parametrize("max_bytes", [1 << 28, 4 * 8 * 4 * 70 * 9])
+@pytest.mark.parametrize("batch_bytes", [None, 1, 4 * 8 * 4 * 70 * 70 * 2])
+def test_batched_shifts_equal_one_at_a_time(product, max_bytes, batch_bytes):
+    q2, k2 = _qk(0)
+    pairs = [_qk(s) for s in range(1, 6)] + [(q2.clone(), k2.clone())]  # the last: an equal shift
+    batched = attention_differences(pairs, q2, k2, 0.25, product, max_bytes, batch_bytes)
+    for (q1, k1), got in zip(pairs, batched):
+        one = attention_difference(q1, k1, q2, k2, 0.25, product, max_bytes)
+        assert torch.equal(got.cols_HL, one.cols_HL) and torch.equal(got.logit_first_H, one.logit_first_H)
+    assert batched[-1].cols_HL.abs().sum() == 0 and batched[-1].logit_first_H.abs().sum() == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_measure_is_independent_of_the_batching_budget(dtype):
+    model = tiny_llama(dtype, kv_heads=1)
+    g = torch.Generator().manual_seed(0)
+    samples = [[1] + torch.randint(3, 300, (L - 1,), generator=g).tolist()]
+    settings = {"shifts": (0, 4, 16, 100, 2000), "seq_len": L, "logit_lengths": (32, L)}
+    name = "bf16" if dtype == torch.bfloat16 else "fp32"
+    batched = measure(model, samples, Settings(**settings), name, progress=False)
+    single = measure(model, samples, Settings(**settings, batch_bytes=1), name, progress=False)
+    assert batched == single
+
+
+def test_working_bytes():
+    assert working_bytes(12345, "cpu") == 12345
+    assert working_bytes(None, "cpu") == 1 << 28
