@@ -83,7 +83,7 @@ def _resolve_kernel(kernel: str, device, sp_size: int = 1) -> str:
         from training.attention import backend_of
 
         picked = "sdpa-doc" if device.type != "cuda" else ("flex" if sp_size > 1 else "varlen")
-        print(f"--kernel auto: {picked} ({backend_of(picked)}) on {device.type}", file=sys.stderr, flush=True)
+        print(f"--kernel auto: {picked} ({backend_of(picked)}) on {device.type}", flush=True)
         return picked
     return kernel
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.results_schema import SCHEMA_VERSION
 
 
 def _stats(mean, n=2, **extra):
@@ -81,7 +82,7 @@ BAD_RESULTS = {
     "no-summary": _variant(lambda d: _suite(d).pop("summary")),
     "no-run": _variant(lambda d: d.pop("run")),
     "run-name-empty": _variant(lambda d: d["run"].update(name="")),
-    "schema-v2": _variant(lambda d: d.update(schema_version=2)),
+    "schema-newer": _variant(lambda d: d.update(schema_version=SCHEMA_VERSION + 1)),
     "schema-v0": _variant(lambda d: d.update(schema_version=0)),
     "schema-string": _variant(lambda d: d.update(schema_version="1")),
     "suites-empty": _variant(lambda d: d.update(suites={})),
@@ -107,7 +108,7 @@ LEADERBOARD_BAD = [
     "lengths-null",
     "no-per-task",
     "no-run",
-    "schema-v2",
+    "schema-newer",
     "nan-mean",
     "binary-garbage",
 ]
