@@ -11,7 +11,7 @@ a paired difference, by both runs), and the checkpoints are resampled on top of 
 samples independently within each checkpoint would treat one hard sample as several independent
 ones and understate the sample-level uncertainty of a checkpoint average.
 
-Both levels are resampled with replacement: B draws of n sample indices (as multinomial counts,
+Both levels are resampled with replacement: B draws of n sample indices (as counts per sample,
 so a checkpoint's replicate is a weighted mean: one matrix product for all B at once), then, per
 replicate, K checkpoints out of K. The interval is the percentile interval of the B replicates of
 the statistic (the mean over the drawn checkpoints). Everything is seeded from the cell's key, so
@@ -47,7 +47,10 @@ def sample_weights(n: int, rng: np.random.Generator, resamples: int = RESAMPLES)
     """(resamples, n) counts: how often each of n samples is drawn in each bootstrap replicate."""
     if n == 0:
         return np.zeros((resamples, 0))
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(np.float64)
+    # n uniform index draws per replicate, counted: the multinomial(n, 1/n) counts, 4x faster than
+    # Generator.multinomial at n = 500
+    draws = rng.integers(0, n, size=(resamples, n)) + (np.arange(resamples) * n)[:, None]
+    return np.bincount(draws.ravel(), minlength=resamples * n).reshape(resamples, n).astype(np.float64)
 
 
 def checkpoint_replicates(num: np.ndarray, weights: np.ndarray, den: np.ndarray | None = None) -> np.ndarray:

@@ -571,6 +571,7 @@ def build(
 
     if base_run is not None:
         base_row = next(r for r in rows if r["is_baseline"])
+        replicates: dict = {}  # each task cell of each run resampled once for all its columns
         for row, run in zip(rows, runs):
             row["delta"] = {
                 c["id"]: _delta_cell(
@@ -578,7 +579,7 @@ def build(
                     base_row,
                     c,
                     baseline,
-                    delta_interval(run, base_run, c) if c["numeric"] and not row["is_baseline"] else None,
+                    delta_interval(run, base_run, c, replicates) if c["numeric"] and not row["is_baseline"] else None,
                 )
                 for c in columns
             }

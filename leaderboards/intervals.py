@@ -57,8 +57,27 @@ def _cell_parts(suite: dict, col: dict, suite_name: str) -> list[tuple[list[str]
     return None
 
 
-def delta_interval(run: dict, base: dict, col: dict) -> dict | None:
-    """The 95% interval of (run - baseline) for one column, or None when the results lack samples."""
+def _task_replicates(
+    t: str, L: int, ba: dict, la: list[str], bb: dict, lb: list[str], cache: dict | None, key: tuple
+) -> tuple:
+    """(run replicates, baseline replicates, shared samples): paired when they share samples."""
+    if cache is not None and key in cache:
+        return cache[key]
+    idx = shared_indices(ba, bb)
+    if idx:
+        ra, rb = paired_replicates(t, L, ba, la, bb, lb, idx)
+    else:
+        ra, rb = cell_replicates(t, L, ba, la), cell_replicates(t, L, bb, lb)
+    out = (ra, rb, len(idx))
+    if cache is not None:
+        cache[key] = out
+    return out
+
+
+def delta_interval(run: dict, base: dict, col: dict, cache: dict | None = None) -> dict | None:
+    """The 95% interval of (run - baseline) for one column, or None when the results lack samples.
+
+    cache: a dict kept across the columns of one build, so each task cell is resampled once."""
     name = col["suite"]
     a, b = run["suites"].get(name), base["suites"].get(name)
     if not a or not b or not a.get("samples") or not b.get("samples"):
@@ -76,12 +95,11 @@ def delta_interval(run: dict, base: dict, col: dict) -> dict | None:
             bb = (b["samples"].get(t) or {}).get(str(L))
             if ba is None or bb is None:
                 continue  # a task only one run has: the flags say the sets differ
-            idx = shared_indices(ba, bb)
-            if idx:
-                ra, rb = paired_replicates(t, L, ba, la, bb, lb, idx)
-                paired_n += len(idx)
+            key = (run["run"]["name"], base["run"]["name"], name, t, L)
+            ra, rb, shared = _task_replicates(t, L, ba, la, bb, lb, cache, key)
+            if shared:
+                paired_n += shared
             else:
-                ra, rb = cell_replicates(t, L, ba, la), cell_replicates(t, L, bb, lb)
                 unpaired.append(t)
             ra_tasks.append(ra)
             rb_tasks.append(rb)
