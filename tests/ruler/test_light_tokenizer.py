@@ -167,3 +167,12 @@ def test_every_ruler_task_byte_identical_and_torch_free(bpe_tokenizer_dir, squad
             task.path = str(hotpot_file)
         want = "".join(s.to_json() + "\n" for s in generate_samples(task, 2048, range(2), ref, cache_dir=False))
         assert (out / name / "2048.jsonl").read_bytes() == want.encode(), name
+
+
+def test_ppl_samples_identical(bpe_tokenizer_dir):
+    """ppl reads decode, the fingerprint and the special-token count (not only the backend)."""
+    light, ref = load_generation_tokenizer(str(bpe_tokenizer_dir)), load_tokenizer(str(bpe_tokenizer_dir))
+    assert isinstance(light, LightTokenizer)
+    task = get_task("ppl")
+    want = [s.to_json() for s in generate_samples(task, 2048, range(3), ref, cache_dir=False)]
+    assert [s.to_json() for s in generate_samples(task, 2048, range(3), light, cache_dir=False)] == want
