@@ -31,6 +31,7 @@ TEXTS = [
     "",
     "a",
     "Hello world.",
+    "spaces before punctuation , . ? ! it 's we 're do n't",  # what clean_up_tokenization_spaces would eat
     "  two  spaces\tand\ttabs\n\n\nnew lines ",
     "One of the special magic numbers for key-7 is: 1234567.",
     "<s> in the text</s> and <pad>, ünïcödé, 数字 42, emoji \U0001f600",
@@ -53,8 +54,8 @@ def _copy(src: Path, dst: Path, config: dict | None = None, model_config: dict |
 @pytest.fixture(scope="module")
 def plain_dirs(bpe_tokenizer_dir, byte_tokenizer_dir, tiny_llama_dir, tmp_path_factory) -> list[Path]:
     """Directories the light path takes: the embedded layout (with and without BOS), checkpoints
-    (a saved Llama; a bare config.json of one), and a config with added_tokens_decoder, a chat
-    template and BPE space clean-up."""
+    (a saved Llama; a bare config.json of one), and a Llama-3-like config: PreTrainedTokenizerFast
+    with added_tokens_decoder, a chat template and BPE space clean-up."""
     root = tmp_path_factory.mktemp("plain")
     tok = json.loads((bpe_tokenizer_dir / "tokenizer.json").read_text())
     decoder = {
@@ -76,7 +77,9 @@ def plain_dirs(bpe_tokenizer_dir, byte_tokenizer_dir, tiny_llama_dir, tmp_path_f
                 "clean_up_tokenization_spaces": True,
                 "model_input_names": ["input_ids", "attention_mask"],
                 "extra_special_tokens": {},
+                "tokenizer_class": "PreTrainedTokenizerFast",  # as Llama-3's, beside a Llama config.json
             },
+            model_config=llama,
             **{"special_tokens_map.json": json.dumps({"bos_token": "<s>"})},
         ),
     ]
