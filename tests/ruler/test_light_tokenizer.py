@@ -179,3 +179,12 @@ def test_ppl_samples_identical(bpe_tokenizer_dir):
     task = get_task("ppl")
     want = [s.to_json() for s in generate_samples(task, 2048, range(3), ref, cache_dir=False)]
     assert [s.to_json() for s in generate_samples(task, 2048, range(3), light, cache_dir=False)] == want
+
+
+def test_older_transformers_goes_to_transformers(bpe_tokenizer_dir, monkeypatch):
+    """The rules are transformers 5's: with 4.x installed (it cleans up decoded BPE text, for
+    one) every directory goes through AutoTokenizer."""
+    import tasks.tokenization as tz
+
+    monkeypatch.setattr(tz, "_transformers_is_5", lambda: False)
+    assert not isinstance(load_generation_tokenizer(str(bpe_tokenizer_dir)), LightTokenizer)
