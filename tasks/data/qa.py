@@ -8,6 +8,8 @@ JSON (dev-v2.0.json, hotpot_dev_distractor_v1.json).
 SQuAD: documents = sorted set of paragraph contexts; questions = answerable ones, in file order,
 with the other paragraphs of the same article as preferred distractors. HotpotQA: documents =
 sorted set of "{title}\\n{joined sentences}"; each question's 10 paragraphs are its context.
+A HotpotQA file is decoded one question at a time (_array_elements): the parsed whole file would
+hold ~3x its 46 MB at once, more than the rest of `harness generate` together.
 """
 
 from __future__ import annotations
