@@ -132,11 +132,24 @@ def _read_json(path: str) -> Any:
         return json.load(f)
 
 
+@lru_cache(maxsize=1)
+def _transformers_is_5() -> bool:
+    """Whether the installed transformers is 5.x or later (read from its metadata, not imported)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        major = version("transformers").split(".")[0]
+    except PackageNotFoundError:
+        return True  # nothing to match: the tokenizer.json is all there is
+    return major.isdigit() and int(major) >= 5
+
+
 def _light_spec(path: str) -> tuple[Tokenizer | None, dict[str, str], str]:
     """(backend, named special tokens, "") when transformers' AutoTokenizer would wrap
     `path`/tokenizer.json without changing it, else (None, {}, why not).
 
-    What transformers 5 does to a loaded tokenizer.json, and what is checked against each:
+    What transformers 5 does to a loaded tokenizer.json (an older transformers: refused), and what
+    is checked against each:
     a model-specific class may rebuild it (tokenizer_class must be generic, no auto_map, and a
     config.json beside it must name a model type that keeps the class); special tokens named in the
     config but missing from tokenizer.json are added (all must be there, with the same flags);
@@ -150,6 +163,8 @@ def _light_spec(path: str) -> tuple[Tokenizer | None, dict[str, str], str]:
     cfg_file = os.path.join(path, "tokenizer_config.json")
     if not (os.path.isfile(tok_file) and os.path.isfile(cfg_file)):
         return None, {}, "no tokenizer.json and tokenizer_config.json"
+    if not _transformers_is_5():
+        return None, {}, "these rules are transformers 5's (4.x cleans up decoded BPE text, for one)"
     try:
         cfg = _read_json(cfg_file)
         model_cfg = (

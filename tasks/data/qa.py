@@ -8,16 +8,22 @@ JSON (dev-v2.0.json, hotpot_dev_distractor_v1.json).
 SQuAD: documents = sorted set of paragraph contexts; questions = answerable ones, in file order,
 with the other paragraphs of the same article as preferred distractors. HotpotQA: documents =
 sorted set of "{title}\\n{joined sentences}"; each question's 10 paragraphs are its context.
+A HotpotQA file is decoded one question at a time (_array_elements): the parsed whole file would
+hold ~3x its 46 MB at once, more than the rest of `harness generate` together.
 """
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import os
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import IO, Any
 
 from harness.errors import TaskUnavailable
 
@@ -57,16 +63,105 @@ def read_squad(data: dict) -> tuple[list[dict], list[str]]:
     return qas, docs
 
 
-def read_hotpotqa(data: list) -> tuple[list[dict], list[str]]:
-    # each paragraph's text is built once (it is the slow part of loading: ~74k paragraphs)
-    per_question = [[f"{t}\n{''.join(p)}" for t, p in d["context"]] for d in data]
+def read_hotpotqa(data: Iterable) -> tuple[list[dict], list[str]]:
+    # each paragraph's text is built once (it is the slow part of loading: ~74k paragraphs); the
+    # question dicts are not kept, so `data` can be a stream (_array_elements)
+    per_question, heads = [], []
+    for d in data:
+        per_question.append([f"{t}\n{''.join(p)}" for t, p in d["context"]])
+        heads.append((d["question"], d["answer"]))
     docs = sorted({c for texts in per_question for c in texts})
     ids = {c: i for i, c in enumerate(docs)}
     qas = [
-        {"query": d["question"], "outputs": [d["answer"]], "context": [ids[c] for c in texts], "more_context": []}
-        for d, texts in zip(data, per_question)
+        {"query": q, "outputs": [a], "context": [ids[c] for c in texts], "more_context": []}
+        for (q, a), texts in zip(heads, per_question)
     ]
     return qas, docs
+
+
+_CHUNK = 1 << 20
+_WS = re.compile(r"[ \t\n\r]*")  # json's whitespace
+_DELIM = re.compile(r"[ \t\n\r,\]]")  # what may follow an array element
+
+
+class _NotStreamable(Exception):
+    """The file does not open as a UTF-8 JSON array: read it whole."""
+
+
+def _array_elements(f: IO[bytes], digest: Any) -> Iterator[Any]:
+    """The elements of the JSON array in `f`, decoded one at a time from 1 MB chunks; `digest` is
+    updated with every byte. The same objects as json.loads of the whole file, which for HotpotQA
+    dev holds ~3x the 46 MB file in memory at once. Raises ValueError where the JSON is invalid."""
+    first = f.read(_CHUNK)
+    digest.update(first)
+    if json.detect_encoding(first) != "utf-8":
+        raise _NotStreamable
+    utf8 = codecs.getincrementaldecoder("utf-8")("surrogatepass")  # as json.loads(bytes) decodes
+    decoder = json.JSONDecoder()
+    eof = not first
+    buf, pos = utf8.decode(first, final=eof), 0
+
+    def fill() -> bool:
+        """Append the next chunk (dropping what is consumed); False at the end of the file."""
+        nonlocal buf, pos, eof
+        if eof:
+            return False
+        chunk = f.read(_CHUNK)
+        digest.update(chunk)
+        eof = not chunk
+        buf, pos = buf[pos:] + utf8.decode(chunk, final=eof), 0
+        return True
+
+    def skip_ws() -> None:
+        nonlocal pos
+        pos = _WS.match(buf, pos).end()
+        while pos == len(buf) and fill():
+            pos = _WS.match(buf, pos).end()
+
+    skip_ws()
+    if buf[pos : pos + 1] != "[":
+        raise _NotStreamable
+    pos += 1
+    skip_ws()
+    if buf[pos : pos + 1] == "]":
+        pos += 1
+    else:
+        while True:
+            try:
+                obj, end = decoder.raw_decode(buf, pos)
+            except json.JSONDecodeError:
+                if fill():
+                    continue  # the element runs past the chunk
+                raise
+            if _DELIM.search(buf, end) is None and fill():
+                # no delimiter after the value yet: a number ("-2." of "-2.5e-07") may go on in the next chunk
+                continue
+            pos = end
+            yield obj
+            skip_ws()
+            if buf[pos : pos + 1] == "]":
+                pos += 1
+                break
+            if buf[pos : pos + 1] != ",":
+                raise ValueError("expecting ',' delimiter")
+            pos += 1
+            skip_ws()
+    skip_ws()
+    if pos != len(buf):
+        raise ValueError("extra data")
+
+
+def _hotpotqa_streamed(path: Path) -> tuple[list[dict], list[str], str] | None:
+    """(qas, docs, hash) of a HotpotQA file read one question at a time, or None when anything is
+    off (not a UTF-8 array, invalid JSON, a missing field): the caller then reads the file whole,
+    for the same result or error as always."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            qas, docs = read_hotpotqa(_array_elements(f, digest))
+    except (_NotStreamable, ValueError, KeyError, TypeError):
+        return None
+    return qas, docs, digest.hexdigest()[:16]
 
 
 def _online() -> bool:
@@ -120,6 +215,9 @@ def _load(name: str, path: str | None) -> QaData:
         p = Path(path).expanduser()
         if not p.is_file():
             raise TaskUnavailable(f"{name} data not found at {p}: {FIXES[name]}")
+        streamed = _hotpotqa_streamed(p) if name == "hotpotqa" else None
+        if streamed and streamed[0]:
+            return QaData(qas=streamed[0], docs=streamed[1], hash=streamed[2], source=str(p))
         raw_bytes = p.read_bytes()
         try:
             raw = json.loads(raw_bytes)

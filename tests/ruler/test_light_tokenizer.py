@@ -31,6 +31,7 @@ TEXTS = [
     "",
     "a",
     "Hello world.",
+    "spaces before punctuation , . ? ! it 's we 're do n't",  # what clean_up_tokenization_spaces would eat
     "  two  spaces\tand\ttabs\n\n\nnew lines ",
     "One of the special magic numbers for key-7 is: 1234567.",
     "<s> in the text</s> and <pad>, ünïcödé, 数字 42, emoji \U0001f600",
@@ -53,8 +54,8 @@ def _copy(src: Path, dst: Path, config: dict | None = None, model_config: dict |
 @pytest.fixture(scope="module")
 def plain_dirs(bpe_tokenizer_dir, byte_tokenizer_dir, tiny_llama_dir, tmp_path_factory) -> list[Path]:
     """Directories the light path takes: the embedded layout (with and without BOS), checkpoints
-    (a saved Llama; a bare config.json of one), and a config with added_tokens_decoder, a chat
-    template and BPE space clean-up."""
+    (a saved Llama; a bare config.json of one), and a Llama-3-like config: PreTrainedTokenizerFast
+    with added_tokens_decoder, a chat template and BPE space clean-up."""
     root = tmp_path_factory.mktemp("plain")
     tok = json.loads((bpe_tokenizer_dir / "tokenizer.json").read_text())
     decoder = {
@@ -76,7 +77,9 @@ def plain_dirs(bpe_tokenizer_dir, byte_tokenizer_dir, tiny_llama_dir, tmp_path_f
                 "clean_up_tokenization_spaces": True,
                 "model_input_names": ["input_ids", "attention_mask"],
                 "extra_special_tokens": {},
+                "tokenizer_class": "PreTrainedTokenizerFast",  # as Llama-3's, beside a Llama config.json
             },
+            model_config=llama,
             **{"special_tokens_map.json": json.dumps({"bos_token": "<s>"})},
         ),
     ]
@@ -167,3 +170,21 @@ def test_every_ruler_task_byte_identical_and_torch_free(bpe_tokenizer_dir, squad
             task.path = str(hotpot_file)
         want = "".join(s.to_json() + "\n" for s in generate_samples(task, 2048, range(2), ref, cache_dir=False))
         assert (out / name / "2048.jsonl").read_bytes() == want.encode(), name
+
+
+def test_ppl_samples_identical(bpe_tokenizer_dir):
+    """ppl reads decode, the fingerprint and the special-token count (not only the backend)."""
+    light, ref = load_generation_tokenizer(str(bpe_tokenizer_dir)), load_tokenizer(str(bpe_tokenizer_dir))
+    assert isinstance(light, LightTokenizer)
+    task = get_task("ppl")
+    want = [s.to_json() for s in generate_samples(task, 2048, range(3), ref, cache_dir=False)]
+    assert [s.to_json() for s in generate_samples(task, 2048, range(3), light, cache_dir=False)] == want
+
+
+def test_older_transformers_goes_to_transformers(bpe_tokenizer_dir, monkeypatch):
+    """The rules are transformers 5's: with 4.x installed (it cleans up decoded BPE text, for
+    one) every directory goes through AutoTokenizer."""
+    import tasks.tokenization as tz
+
+    monkeypatch.setattr(tz, "_transformers_is_5", lambda: False)
+    assert not isinstance(load_generation_tokenizer(str(bpe_tokenizer_dir)), LightTokenizer)
