@@ -442,7 +442,7 @@ def run_job(job: CheckpointJob, position: int = 0) -> int:
         # Longest prompts first within each max_new_tokens group: an out-of-memory shows at once,
         # and each batch holds similar lengths (little padding).
         items.sort(key=lambda it: (it.sample.max_new_tokens, -it.num_tokens))
-        chunk = len(items) if getattr(runner, "submit_all", False) else job.settings.batch_size
+        chunk = len(items) if runner.submit_all else job.settings.batch_size
         for start in range(0, len(items), max(1, chunk)):
             part = items[start : start + chunk]
             preds = runner.generate(

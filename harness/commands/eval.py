@@ -20,6 +20,8 @@ HELP = "evaluate checkpoints on suites x lengths (vLLM or transformers), resumab
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from harness.runners.registry import backend_help, backend_names
+
     g = p.add_argument_group("what to evaluate")
     g.add_argument(
         "--ckpts", metavar="SPEC", help="checkpoints: path with <A..B> step range, glob, comma list or hub name"
@@ -44,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--seed", type=int, default=42, help="sample generation seed (default 42)")
     g = p.add_argument_group("runner")
-    g.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="transformers (default) or vLLM")
+    g.add_argument("--backend", choices=backend_names(), default="hf", help=backend_help())
     g.add_argument(
         "--dtype",
         choices=["auto", "bfloat16", "float16", "float32"],
