@@ -69,6 +69,20 @@ class EvalConfig:
     chat_template: bool = False
     cache_dir: str | None = None
     progress: bool = True
+    # A served model (--backend openai): the name it is served under and where; prompts are
+    # counted with --tokenizer (default: the model name).
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    concurrency: int = 8
+    request_timeout: float = 600.0
+    retries: int = 5
+    tokenizer: str | None = None
+    # Instruct / reasoning controls, every backend (harness/reasoning.py).
+    no_answer_prefix: bool = False
+    max_new_tokens: str | None = None  # "N" or "TASK=N,..."
+    system_prompt: str | None = None
+    strip_thinking: bool = False
 
 
 @dataclass
@@ -102,6 +116,7 @@ class CheckpointJob:
     store_path: str
     seed: int
     progress: bool = True
+    strip_thinking: bool = False  # score the answer after </think> (the raw output goes to metadata)
 
     @property
     def size(self) -> int:
@@ -127,6 +142,7 @@ class Plan:
     all_lengths: list[int]  # lengths of every task, LongBench's truncation budget and 0 included
     truncation_budget: int | None = None  # the length LongBench-style tasks run at (prompt + generation)
     unavailable_lengths: dict[str, dict[str, str]] = field(default_factory=dict)  # task -> {length: reason}
+    extra_provenance: dict = field(default_factory=dict)  # reasoning controls, endpoint, chat template
 
 
 def _task_lengths(task, lengths: list[int], truncation_budget: int) -> list[int]:
@@ -164,14 +180,43 @@ def set_data_sources(essays: str | None, squad: str | None, hotpotqa: str | None
             os.environ[DATA_ENV[key]] = str(Path(value).expanduser())
 
 
-def _chat_prompt(tokenizer, sample) -> str:
+def _chat_prompt(tokenizer, sample, system_prompt: str | None = None) -> str:
     """The task input as the user turn, the answer prefix after the assistant header."""
-    if not getattr(tokenizer, "chat_template", None):
-        raise UserError("--chat-template given but the tokenizer has no chat template: drop the flag for base models")
-    text = tokenizer.apply_chat_template(
-        [{"role": "user", "content": sample.input}], tokenize=False, add_generation_prompt=True
-    )
-    return text + sample.answer_prefix
+    from harness.reasoning import chat_prompt
+
+    return chat_prompt(tokenizer, sample, system_prompt)
+
+
+def _served_checkpoint(cfg: EvalConfig, tokenizer_fp: str):
+    """(Checkpoint, served context, endpoint provenance) of --backend openai. The identity hashes the
+    endpoint's model id, the model root the server reports and the local tokenizer, so resume
+    works across server restarts and two served models (or tokenizers) never share records."""
+    import hashlib
+
+    from harness.checkpoints import Checkpoint
+    from harness.runners.endpoint import Endpoint, api_key_from_env
+
+    if not cfg.model:
+        raise UserError("--backend openai needs --model NAME (the name the server serves the model under)")
+    if not cfg.base_url:
+        raise UserError("--backend openai needs --base-url URL (e.g. http://127.0.0.1:8000/v1)")
+    if cfg.ckpts:
+        raise UserError("--backend openai evaluates --model at --base-url: drop --ckpts")
+    ep = Endpoint(cfg.base_url, api_key_from_env(cfg.api_key_env), timeout=cfg.request_timeout, retries=cfg.retries)
+    info = ep.describe(cfg.model)
+    served = info["max_model_len"]
+    if cfg.max_model_len and served and cfg.max_model_len > served:
+        raise UserError(
+            f"--max-model-len {cfg.max_model_len} is beyond the served context of {cfg.model!r} ({served} tokens): "
+            "restart the server with a longer --max-model-len, or lower the flag"
+        )
+    ctx = cfg.max_model_len or served
+    if not ctx:
+        raise UserError(f"{ep.base}/models does not report the context of {cfg.model!r}: pass --max-model-len N")
+    ident = hashlib.sha256(f"{info['id']}\0{info['root']}\0{tokenizer_fp}".encode()).hexdigest()[:16]
+    ckpt = Checkpoint(path=cfg.model, step=None, fingerprint=f"openai:{ident}", training=None, local=False)
+    prov = {"base_url": ep.base, "model": info["id"], "root": info["root"], "served_max_model_len": served}
+    return ckpt, int(ctx), prov
 
 
 def _record_key(ckpt, task, length: int, index: int, seed: int) -> tuple:
@@ -213,7 +258,10 @@ def _resolve_tasks(cfg: EvalConfig):
 
 def plan_eval(cfg: EvalConfig) -> Plan:
     """Everything up to the first model load; raises UserError on any bad input."""
+    import dataclasses
+
     from harness.checkpoints import check_same_tokenizer, run_name_default, select_checkpoints
+    from harness.reasoning import apply_options, chat_template_hash, options_tag
     from harness.runners.common import check_tokenizer_present, context_length, prompt_ids
     from harness.store import ResultStore
     from tasks.generate import generate_samples
@@ -227,22 +275,42 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     if cfg.data_parallel < 1 or cfg.tensor_parallel_size < 1:
         raise UserError("--data-parallel and --tensor-parallel-size must be positive")
     lengths = parse_lengths(cfg.lengths)
-    ckpts = select_checkpoints(cfg.ckpts, cfg.last)
-    check_same_tokenizer(ckpts)
-    for c in ckpts:
-        check_tokenizer_present(c.path)
+    options, served = _check_options(cfg)
+    if served:
+        tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
+        tok_fp = tokenizer_fingerprint(tokenizer)
+        ckpt, served_ctx, endpoint_prov = _served_checkpoint(cfg, tok_fp)
+        ckpts = [ckpt]
+    else:
+        ckpts = select_checkpoints(cfg.ckpts, cfg.last)
+        check_same_tokenizer(ckpts)
+        for c in ckpts:
+            check_tokenizer_present(c.path)
+    tag = options_tag(options)
+    if tag:  # non-default reasoning controls: records of this run get keys of their own
+        ckpts = [dataclasses.replace(c, fingerprint=c.fingerprint + tag) for c in ckpts]
     label, full, tasks, unavailable = _resolve_tasks(cfg)
+    for t in options.max_new_tokens:
+        if t != "*" and t not in {x.name for x in tasks if x.kind == "generate"}:
+            raise UserError(
+                f"--max-new-tokens names {t!r}, which is not a generation task of this run: "
+                f"choose from {', '.join(x.name for x in tasks if x.kind == 'generate') or 'none'}"
+            )
     name = cfg.name or run_name_default(ckpts)
     out = Path(cfg.out) if cfg.out else Path("results") / name
     store = ResultStore(out / "samples.jsonl")  # foreign / corrupt store: StoreError, before any work
     done = store.done_keys()
 
-    tokenizer = load_tokenizer(ckpts[0].path)
-    tok_fp = tokenizer_fingerprint(tokenizer)
-    contexts = {c.fingerprint: context_length(c.path, cfg.max_model_len) for c in ckpts}
+    if served:
+        contexts = {ckpts[0].fingerprint: served_ctx}
+        fix = "drop that length from --lengths, or serve the model with a longer --max-model-len"
+    else:
+        tokenizer = load_tokenizer(ckpts[0].path)
+        tok_fp = tokenizer_fingerprint(tokenizer)
+        contexts = {c.fingerprint: context_length(c.path, cfg.max_model_len) for c in ckpts}
+        fix = "drop that length from --lengths, or run past the trained length with --max-model-len and --rope-scaling/--rope-theta"
     min_ctx = min(contexts.values())
     tightest = next(c for c in ckpts if contexts[c.fingerprint] == min_ctx)
-    fix = "drop that length from --lengths, or run past the trained length with --max-model-len and --rope-scaling/--rope-theta"
     for L in lengths:
         if L > min_ctx and any(t.length_controlled for t in tasks):
             raise UserError(
@@ -252,13 +320,20 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     settings = RunnerSettings(
         backend=cfg.backend,
         dtype=cfg.dtype,
-        batch_size=cfg.batch_size,
-        max_model_len=cfg.max_model_len,
+        # a served model: each stored batch holds at least one request per connection
+        batch_size=max(cfg.batch_size, cfg.concurrency) if served else cfg.batch_size,
+        max_model_len=min_ctx if served else cfg.max_model_len,
         rope_theta=cfg.rope_theta,
         rope_scaling=cfg.rope_scaling,
         tensor_parallel_size=cfg.tensor_parallel_size,
         chat_template=cfg.chat_template,
+        endpoint=_endpoint_settings(cfg) if served else None,
+        tokenizer=(cfg.tokenizer or cfg.model) if served else None,
+        system_prompt=cfg.system_prompt,
     )
+    # A chat template's own tokens count inside a length-controlled sample's budget: measured once
+    # with the local tokenizer, the sample is fitted to the rest (metadata records both).
+    chat_tokens = _chat_template_tokens(tokenizer, cfg.system_prompt) if cfg.chat_template else 0
     gen_items: list[tuple] = []  # (task, length, sample, prompt, num_tokens)
     runner_work: list[RunnerWork] = []
     planned: set[tuple] = set()
@@ -296,9 +371,19 @@ def plan_eval(cfg: EvalConfig) -> Plan:
                 bar.update(1)
                 continue
             cache = False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
-            for s in generate_samples(task, L, indices, tokenizer, seed=cfg.seed, cache_dir=cache):
+            fit = L - chat_tokens if task.length_controlled and chat_tokens else L
+            if fit < 1:
+                raise UserError(
+                    f"length {format_length(L)} leaves no room after the chat template's {chat_tokens} tokens: {fix}"
+                )
+            for s in generate_samples(task, fit, indices, tokenizer, seed=cfg.seed, cache_dir=cache):
+                if fit != L:  # keyed and reported at L; fitted to L minus the template's tokens
+                    s = dataclasses.replace(
+                        s, length=L, metadata={**s.metadata, "fitted_length": fit, "chat_template_tokens": chat_tokens}
+                    )
+                s = apply_options(s, options, lambda text: len(prompt_ids(tokenizer, text)))
                 if cfg.chat_template:
-                    prompt = _chat_prompt(tokenizer, s)
+                    prompt = _chat_prompt(tokenizer, s, cfg.system_prompt)
                     num = len(prompt_ids(tokenizer, prompt))
                 else:
                     prompt, num = s.prompt, s.num_tokens
@@ -332,6 +417,10 @@ def plan_eval(cfg: EvalConfig) -> Plan:
         "truncation": "none",
         "tokenizer": tok_fp,
     }
+    if options.non_default():  # only then: records of default runs stay as they were
+        record_settings["options"] = options.non_default()
+    if served:
+        record_settings["endpoint"] = {"model": endpoint_prov["model"], "root": endpoint_prov["root"]}
     plan_lengths = sorted({L for t in tasks for L in _task_lengths(t, lengths, truncation_budget)})
     jobs = []
     for c in ckpts:
@@ -350,7 +439,11 @@ def plan_eval(cfg: EvalConfig) -> Plan:
                 "seed": cfg.seed,
                 "settings": {**record_settings, "max_model_len": contexts[c.fingerprint]},
             }
-            jobs.append(CheckpointJob(c, items, rw, settings, base, str(store.path), cfg.seed, cfg.progress))
+            jobs.append(
+                CheckpointJob(
+                    c, items, rw, settings, base, str(store.path), cfg.seed, cfg.progress, options.strip_thinking
+                )
+            )
     return Plan(
         cfg,
         ckpts,
@@ -369,7 +462,67 @@ def plan_eval(cfg: EvalConfig) -> Plan:
         plan_lengths,
         truncation_budget,
         unavailable_lengths,
+        {
+            **options.provenance(),
+            "chat_template": chat_template_hash(tokenizer) if cfg.chat_template else None,
+            **({"endpoint": endpoint_prov} if served else {}),
+        },
     )
+
+
+def _check_options(cfg: EvalConfig):
+    """(reasoning Options, whether the backend is a served model); UserError on bad combinations."""
+    from harness.reasoning import Options, parse_max_new_tokens
+    from harness.runners.registry import backend_names, is_local
+
+    if cfg.backend not in backend_names():
+        raise UserError(f"unknown backend {cfg.backend!r}: choose {', '.join(backend_names())}")
+    served = not is_local(cfg.backend)
+    if not served:
+        given = [
+            f for f, v in (("--model", cfg.model), ("--base-url", cfg.base_url), ("--tokenizer", cfg.tokenizer)) if v
+        ]
+        if given:
+            raise UserError(
+                f"{', '.join(given)} are for served models (--backend openai); "
+                "local checkpoints are given with --ckpts and use their own tokenizer"
+            )
+    elif cfg.data_parallel > 1 or cfg.ray_address:
+        raise UserError(
+            "--backend openai runs one served model: drop --data-parallel/--ray-address (use --concurrency)"
+        )
+    if cfg.concurrency < 1 or cfg.retries < 0 or not cfg.request_timeout > 0:
+        raise UserError("--concurrency and --request-timeout must be positive, --retries at least 0")
+    if cfg.system_prompt is not None and not cfg.chat_template:
+        raise UserError("--system-prompt needs --chat (a system turn exists only in a chat template)")
+    options = Options(
+        answer_prefix=not cfg.no_answer_prefix,
+        max_new_tokens=parse_max_new_tokens(cfg.max_new_tokens),
+        system_prompt=cfg.system_prompt,
+        strip_thinking=cfg.strip_thinking,
+    )
+    return options, served
+
+
+def _endpoint_settings(cfg: EvalConfig) -> dict:
+    return {
+        "base_url": cfg.base_url,
+        "api_key_env": cfg.api_key_env,
+        "concurrency": cfg.concurrency,
+        "timeout": cfg.request_timeout,
+        "retries": cfg.retries,
+    }
+
+
+def _chat_template_tokens(tokenizer, system_prompt: str | None) -> int:
+    """Tokens a chat template adds around a user turn (and the system turn), counted once."""
+    from types import SimpleNamespace
+
+    from harness.runners.common import prompt_ids
+
+    probe = SimpleNamespace(input="Question: which word comes next?", answer_prefix="")
+    wrapped = _chat_prompt(tokenizer, probe, system_prompt)
+    return max(0, len(prompt_ids(tokenizer, wrapped)) - len(prompt_ids(tokenizer, probe.input)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -414,6 +567,8 @@ def run_job(job: CheckpointJob, position: int = 0) -> int:
     """Evaluate one checkpoint's pending work, appending each finished batch; returns records added."""
     from tqdm import tqdm
 
+    from harness.reasoning import chat_messages, strip_thinking
+    from harness.runners.endpoint import EndpointError
     from harness.runners.registry import get_runner
     from harness.store import ResultStore
 
@@ -445,12 +600,25 @@ def run_job(job: CheckpointJob, position: int = 0) -> int:
         chunk = len(items) if runner.submit_all else job.settings.batch_size
         for start in range(0, len(items), max(1, chunk)):
             part = items[start : start + chunk]
-            preds = runner.generate(
-                [
-                    GenerationRequest(it.prompt, it.sample.max_new_tokens, tuple(it.sample.metadata.get("stop", ())))
-                    for it in part
-                ]
-            )
+            try:
+                preds = runner.generate(
+                    [
+                        GenerationRequest(
+                            it.prompt,
+                            it.sample.max_new_tokens,
+                            tuple(it.sample.metadata.get("stop", ())),
+                            chat_messages(it.sample, job.settings.system_prompt)
+                            if job.settings.chat_template
+                            else None,
+                        )
+                        for it in part
+                    ]
+                )
+            except EndpointError as exc:  # the server went away: say what is safe
+                raise EndpointError(f"{exc}; {_stored_line(store, added)}") from None
+            raws = preds
+            if job.strip_thinking:
+                preds = [strip_thinking(p) for p in raws]
             records = [
                 _record(
                     job,
@@ -461,16 +629,23 @@ def run_job(job: CheckpointJob, position: int = 0) -> int:
                     it.task.score(pred, it.sample),
                     it.num_tokens,
                     it.sample.dataset_hash,
-                    {**it.sample.metadata, "references": list(it.sample.references)},
+                    {
+                        **it.sample.metadata,
+                        "references": list(it.sample.references),
+                        **({"raw_prediction": raw} if raw != pred else {}),
+                    },
                 )
-                for it, pred in zip(part, preds)
+                for it, pred, raw in zip(part, preds, raws)
             ]
             added += store.append(records)
             bar.update(len(part))
         for w in job.runner_work:
-            out = w.task.evaluate_with_runner(
-                runner, w.length, w.indices, job.seed, runner.tokenizer, progress=job.progress
-            )
+            try:
+                out = w.task.evaluate_with_runner(
+                    runner, w.length, w.indices, job.seed, runner.tokenizer, progress=job.progress
+                )
+            except EndpointError as exc:
+                raise EndpointError(f"{exc}; {_stored_line(store, added)}") from None
             records = [
                 _record(
                     job,
@@ -491,6 +666,14 @@ def run_job(job: CheckpointJob, position: int = 0) -> int:
     finally:
         runner.close()
     return added
+
+
+def _stored_line(store, added: int) -> str:
+    """What a run that stops early keeps: the count in the store, and how to go on."""
+    return (
+        f"{len(store.done_keys())} samples are stored in {store.path} ({added} from this run); "
+        "re-run the same command once the server is back to compute only the rest"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -533,6 +716,7 @@ def build_results(plan: Plan) -> dict:
         "data_parallel": cfg.data_parallel,
         "samples": cfg.samples,
         "checkpoint_steps": [c.step for c in plan.ckpts],
+        **plan.extra_provenance,
     }
     if "longbench" in families:
         # LongBench's length: the whole budget of a sample (prompt + generation); each prompt is

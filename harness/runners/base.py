@@ -16,6 +16,9 @@ class GenerationRequest:
     prompt: str
     max_new_tokens: int
     stop: tuple[str, ...] = ()  # RULER uses none; HELMET ICL stops at newline
+    # The same prompt as chat turns ({"role", "content"}; a last assistant turn is the answer
+    # prefix), for runners that send messages to a server's chat template (openai --chat).
+    messages: tuple[dict, ...] | None = None
 
 
 @dataclass(frozen=True)
