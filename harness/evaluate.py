@@ -187,13 +187,8 @@ def _chat_prompt(tokenizer, sample, system_prompt: str | None = None) -> str:
     return chat_prompt(tokenizer, sample, system_prompt)
 
 
-def _served_checkpoint(cfg: EvalConfig, tokenizer_fp: str):
-    """(Checkpoint, served context, endpoint provenance) of --backend openai. The identity hashes the
-    endpoint's model id, the model root the server reports and the local tokenizer, so resume
-    works across server restarts and two served models (or tokenizers) never share records."""
-    import hashlib
-
-    from harness.checkpoints import Checkpoint
+def _served_endpoint(cfg: EvalConfig) -> tuple[int, dict]:
+    """(context to run with, endpoint provenance) of --backend openai, asked from /v1/models."""
     from harness.runners.endpoint import Endpoint, api_key_from_env
 
     if not cfg.model:
@@ -213,10 +208,19 @@ def _served_checkpoint(cfg: EvalConfig, tokenizer_fp: str):
     ctx = cfg.max_model_len or served
     if not ctx:
         raise UserError(f"{ep.base}/models does not report the context of {cfg.model!r}: pass --max-model-len N")
-    ident = hashlib.sha256(f"{info['id']}\0{info['root']}\0{tokenizer_fp}".encode()).hexdigest()[:16]
-    ckpt = Checkpoint(path=cfg.model, step=None, fingerprint=f"openai:{ident}", training=None, local=False)
-    prov = {"base_url": ep.base, "model": info["id"], "root": info["root"], "served_max_model_len": served}
-    return ckpt, int(ctx), prov
+    return int(ctx), {"base_url": ep.base, "model": info["id"], "root": info["root"], "served_max_model_len": served}
+
+
+def _served_checkpoint(model: str, endpoint: dict, tokenizer_fp: str):
+    """The served model as the Checkpoint records are keyed by. The identity hashes the endpoint's
+    model id, the model root the server reports and the local tokenizer (not the URL), so resume
+    works across server restarts and moves, and two served models (or tokenizers) never share records."""
+    import hashlib
+
+    from harness.checkpoints import Checkpoint
+
+    ident = hashlib.sha256(f"{endpoint['model']}\0{endpoint['root']}\0{tokenizer_fp}".encode()).hexdigest()[:16]
+    return Checkpoint(path=model, step=None, fingerprint=f"openai:{ident}", training=None, local=False)
 
 
 def _record_key(ckpt, task, length: int, index: int, seed: int) -> tuple:
@@ -277,10 +281,10 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     lengths = parse_lengths(cfg.lengths)
     options, served = _check_options(cfg)
     if served:
+        served_ctx, endpoint_prov = _served_endpoint(cfg)  # unreachable / unknown model: before anything else
         tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
         tok_fp = tokenizer_fingerprint(tokenizer)
-        ckpt, served_ctx, endpoint_prov = _served_checkpoint(cfg, tok_fp)
-        ckpts = [ckpt]
+        ckpts = [_served_checkpoint(cfg.model, endpoint_prov, tok_fp)]
     else:
         ckpts = select_checkpoints(cfg.ckpts, cfg.last)
         check_same_tokenizer(ckpts)
@@ -696,6 +700,8 @@ def build_results(plan: Plan) -> dict:
         "mode": modes.pop() if len(modes) == 1 else None,
         "checkpoints": [c.to_dict() for c in plan.ckpts],
     }
+    if "endpoint" in plan.extra_provenance:  # a served model: the model the server reports serving
+        run["model"] = plan.extra_provenance["endpoint"]["root"]
     ctxs = set(plan.contexts.values())
     families = {t.family for t in plan.tasks}
     prov = {

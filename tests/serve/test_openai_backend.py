@@ -25,7 +25,7 @@ def server(tiny_llama_dir):
 
 
 def _eval(args: list[str], out: Path) -> int:
-    return main(["eval", *args, "--lengths", "1k", "--out", str(out), "--no-progress", "--cache-dir", "none"])
+    return main(["eval", "--lengths", "1k", *args, "--out", str(out), "--no-progress", "--cache-dir", "none"])
 
 
 def _served(server, model_dir, *extra: str) -> list[str]:
@@ -55,6 +55,7 @@ def test_served_predictions_equal_the_in_process_backend_and_resume(server, tiny
     assert rec["settings"]["backend"] == "openai" and rec["settings"]["max_model_len"] == 2048
     assert rec["settings"]["endpoint"] == {"model": "tiny", "root": str(tiny_llama_dir)}
     results = json.loads((tmp_path / "api" / "results.json").read_text())
+    assert results["run"]["model"] == str(tiny_llama_dir)  # the served model's root
     assert results["provenance"]["endpoint"]["base_url"] == server.url
     assert results["provenance"]["endpoint"]["served_max_model_len"] == 2048
     assert f"served tiny (root {tiny_llama_dir}) at {server.url}" in capsys.readouterr().out
@@ -76,6 +77,7 @@ def test_429_and_5xx_are_retried_with_backoff(tiny_llama_dir, tmp_path):
 def test_server_killed_mid_run_keeps_what_is_done_and_a_restart_computes_the_rest(tiny_llama_dir, tmp_path, capsys):
     args = ["--tasks", "vt", "--samples", "5", "--batch-size", "1", "--concurrency", "1", "--retries", "1"]
     with TinyServer(str(tiny_llama_dir), max_answers=2) as s:
+        capsys.readouterr()  # the server's own model-loading output
         assert _eval([*_served(s, tiny_llama_dir), *args], tmp_path) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: the server at ")
@@ -103,6 +105,7 @@ def _error(capsys, argv: list[str], out: Path) -> str:
 
 def test_bad_input_is_one_line_and_exit_2(server, tiny_llama_dir, tmp_path, capsys, monkeypatch):
     base = ["--tasks", "vt", "--samples", "1"]
+    capsys.readouterr()
     dead = f"http://127.0.0.1:{_free_port()}/v1"
     msg = _error(capsys, ["--backend", "openai", "--base-url", dead, "--model", "tiny", "--tokenizer", str(tiny_llama_dir), "--retries", "0", *base], tmp_path / "a")  # fmt: skip
     assert "cannot be reached" in msg and "start the server or fix --base-url" in msg
@@ -124,6 +127,7 @@ def test_bad_input_is_one_line_and_exit_2(server, tiny_llama_dir, tmp_path, caps
 
 def test_served_context_missing_needs_max_model_len(tiny_llama_dir, tmp_path, capsys):
     with TinyServer(str(tiny_llama_dir), report_context=False) as s:
+        capsys.readouterr()  # the server's own model-loading output
         msg = _error(capsys, [*_served(s, tiny_llama_dir), "--tasks", "vt", "--samples", "1"], tmp_path / "a")
         assert "does not report the context" in msg and "--max-model-len" in msg
         assert _eval([*_served(s, tiny_llama_dir, "--max-model-len", "2048"), "--tasks", "vt", "--samples", "1"], tmp_path / "b") == 0  # fmt: skip
