@@ -172,19 +172,28 @@ class OpenAIRunner:
             "echo": True,
         }
         body = self.endpoint.post("/completions", payload)
-        lp = ((body.get("choices") or [{}])[0]).get("logprobs") or {}
+        choice = (body.get("choices") or [{}])[0]
+        positions = range(len(ctx), len(ctx) + len(cont))
+        ranked = choice.get("prompt_logprobs")  # vLLM: {token id: {"logprob", "rank"}} per position
+        if isinstance(ranked, list) and len(ranked) >= positions.stop:
+            entries: list[dict] = [(ranked[p] or {}).get(str(t)) or {} for p, t in zip(positions, cont)]
+            if all("rank" in e and "logprob" in e for e in entries):
+                return sum(float(e["logprob"]) for e in entries), all(e["rank"] == 1 for e in entries)
+        lp = choice.get("logprobs") or {}
         token_lps, tops = lp.get("token_logprobs"), lp.get("top_logprobs")
-        if not token_lps or not tops or len(token_lps) < len(ctx) + len(cont):
+        if not token_lps or not tops or len(token_lps) < positions.stop:
             raise UserError(
                 f"{self.endpoint.base} returned no prompt log-probs (echo + logprobs): loglikelihood tasks "
                 "need a server that returns them (vLLM does)"
             )
-        total, greedy = 0.0, True
-        for pos in range(len(ctx), len(ctx) + len(cont)):
-            tok_lp = token_lps[pos]
-            total += float(tok_lp)
-            # Greedy: the prompt token's own log-prob is the best at its position.
-            best = max((tops[pos] or {tok_lp: tok_lp}).values())
+        total: float = 0.0
+        greedy = True
+        for pos in positions:
+            tok_lp = float(token_lps[pos])
+            total += tok_lp
+            # The OpenAI form keys the top-1 by its text: greedy when the prompt token's own
+            # log-prob is the best at its position.
+            best = max((tops[pos] or {"": tok_lp}).values())
             greedy = greedy and tok_lp >= best
         return total, greedy
 
