@@ -96,7 +96,6 @@ class Endpoint:
         self.timeout = timeout
         self.retries = retries
         self._sleep = sleep
-        self.retried = 0  # requests tried again (all threads; for the run's summary and the tests)
 
     def _headers(self) -> dict[str, str]:
         h = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -145,7 +144,6 @@ class Endpoint:
             if status and status not in RETRY_STATUSES:
                 raise RequestRejected(status, f"{self.base}{path} rejected the request ({status}: {err})")
             if attempt + 1 < tries:
-                self.retried += 1
                 wait = min(BACKOFF_CAP_S, max(delay, retry_after or 0.0))
                 self._sleep(wait)
                 delay = min(BACKOFF_CAP_S, delay * 2)

@@ -190,3 +190,28 @@ def test_chat_route_equals_in_process_chat_template(chat_model_dir, tmp_path):
     prov = json.loads((tmp_path / "api" / "results.json").read_text())["provenance"]
     assert prov["template"] == "chat" and len(prov["chat_template"]) == 16
     assert prov["system_prompt"] == "Answer briefly."
+
+
+def test_backoff_doubles_and_a_4xx_is_not_retried(server):
+    from harness.errors import UserError
+    from harness.runners.endpoint import Endpoint, EndpointError, RequestRejected, api_base
+
+    waits: list[float] = []
+    ep = Endpoint(server.url, retries=3, sleep=waits.append)
+    payload = {"model": "tiny", "prompt": "The sky is", "max_tokens": 2, "temperature": 0.0}
+    server.fail = [429, 500, 502]
+    assert ep.post("/completions", payload)["choices"][0]["text"] is not None
+    assert waits == [0.5, 1.0, 2.0]
+    waits.clear()
+    server.fail = [500, 503, 500, 502]
+    with pytest.raises(EndpointError, match=r"answered 502 \(injected 502\) after 4 tries"):
+        ep.post("/completions", payload)
+    assert waits == [0.5, 1.0, 2.0]
+    waits.clear()
+    with pytest.raises(RequestRejected, match="404"):
+        ep.post("/completions", {**payload, "model": "other"})
+    assert waits == [] and server.fail == []
+    assert api_base("http://127.0.0.1:8000") == api_base("http://127.0.0.1:8000/v1/") == "http://127.0.0.1:8000/v1"
+    assert api_base("https://api.example.com/openai/v1") == "https://api.example.com/openai/v1"
+    with pytest.raises(UserError, match="not a URL"):
+        api_base("127.0.0.1:8000")
