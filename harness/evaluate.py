@@ -495,6 +495,22 @@ def _check_options(cfg: EvalConfig):
         raise UserError(
             "--backend openai runs one served model: drop --data-parallel/--ray-address (use --concurrency)"
         )
+    else:
+        server_side = [
+            flag
+            for flag, value in (
+                ("--dtype", cfg.dtype != "auto"),
+                ("--rope-theta", cfg.rope_theta is not None),
+                ("--rope-scaling", cfg.rope_scaling is not None),
+                ("--tensor-parallel-size", cfg.tensor_parallel_size != 1),
+            )
+            if value
+        ]
+        if server_side:
+            raise UserError(
+                f"{', '.join(server_side)} cannot change a served model: set it where the server is started "
+                "(e.g. vllm serve --dtype ...) and drop it here"
+            )
     if cfg.concurrency < 1 or cfg.retries < 0 or not cfg.request_timeout > 0:
         raise UserError("--concurrency and --request-timeout must be positive, --retries at least 0")
     if cfg.system_prompt is not None and not cfg.chat_template:

@@ -122,6 +122,8 @@ def test_bad_input_is_one_line_and_exit_2(server, tiny_llama_dir, tmp_path, caps
     assert "--base-url" in msg
     msg = _error(capsys, ["--ckpts", str(tiny_llama_dir), "--model", "tiny", *base], tmp_path / "g")
     assert "are for served models" in msg
+    msg = _error(capsys, [*_served(server, tiny_llama_dir, "--dtype", "bfloat16", "--rope-theta", "1e6"), *base], tmp_path / "h")  # fmt: skip
+    assert "--dtype, --rope-theta cannot change a served model" in msg
     assert server.requests  # all of the above were answered by planning, before any sample was sent
 
 
