@@ -178,7 +178,7 @@ def test_kill_mid_run_then_resume_computes_only_the_rest(server, tiny_llama_dir,
     # The server is gone: a dead URL is one line too.
     assert main(args) == 2
 
-    again = VLLMServer(tiny_llama_dir, tmp_path / "vllm2.log")
+    again = VLLMServer(tiny_llama_dir, tmp_path / "vllm2.log", port=server.port)  # restarted where it was
     try:
         assert main([*args]) == 0
         assert again.completions_served() == n - stored  # only the rest was sent
