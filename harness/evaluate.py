@@ -74,6 +74,20 @@ class EvalConfig:
     chat_template: bool = False
     cache_dir: str | None = None
     progress: bool = True
+    # A served model (--backend openai): the name it is served under and where; prompts are
+    # counted with --tokenizer (default: the model name).
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    concurrency: int = 8
+    request_timeout: float = 600.0
+    retries: int = 5
+    tokenizer: str | None = None
+    # Instruct / reasoning controls, every backend (harness/reasoning.py).
+    no_answer_prefix: bool = False
+    max_new_tokens: str | None = None  # "N" or "TASK=N,..."
+    system_prompt: str | None = None
+    strip_thinking: bool = False
 
 
 @dataclass
@@ -95,6 +109,7 @@ class Plan:
     all_lengths: list[int]  # lengths of every task, LongBench's truncation budget and 0 included
     truncation_budget: int | None = None  # the length LongBench-style tasks run at (prompt + generation)
     unavailable_lengths: dict[str, dict[str, str]] = field(default_factory=dict)  # task -> {length: reason}
+    extra_provenance: dict = field(default_factory=dict)  # reasoning controls, endpoint, chat template
 
 
 def _task_lengths(task, lengths: list[int], truncation_budget: int) -> list[int]:
@@ -132,14 +147,47 @@ def set_data_sources(essays: str | None, squad: str | None, hotpotqa: str | None
             os.environ[DATA_ENV[key]] = str(Path(value).expanduser())
 
 
-def _chat_prompt(tokenizer, sample) -> str:
+def _chat_prompt(tokenizer, sample, system_prompt: str | None = None) -> str:
     """The task input as the user turn, the answer prefix after the assistant header."""
-    if not getattr(tokenizer, "chat_template", None):
-        raise UserError("--chat-template given but the tokenizer has no chat template: drop the flag for base models")
-    text = tokenizer.apply_chat_template(
-        [{"role": "user", "content": sample.input}], tokenize=False, add_generation_prompt=True
-    )
-    return text + sample.answer_prefix
+    from harness.reasoning import chat_prompt
+
+    return chat_prompt(tokenizer, sample, system_prompt)
+
+
+def _served_endpoint(cfg: EvalConfig) -> tuple[int, dict]:
+    """(context to run with, endpoint provenance) of --backend openai, asked from /v1/models."""
+    from harness.runners.endpoint import Endpoint, api_key_from_env
+
+    if not cfg.model:
+        raise UserError("--backend openai needs --model NAME (the name the server serves the model under)")
+    if not cfg.base_url:
+        raise UserError("--backend openai needs --base-url URL (e.g. http://127.0.0.1:8000/v1)")
+    if cfg.ckpts:
+        raise UserError("--backend openai evaluates --model at --base-url: drop --ckpts")
+    ep = Endpoint(cfg.base_url, api_key_from_env(cfg.api_key_env), timeout=cfg.request_timeout, retries=cfg.retries)
+    info = ep.describe(cfg.model)
+    served = info["max_model_len"]
+    if cfg.max_model_len and served and cfg.max_model_len > served:
+        raise UserError(
+            f"--max-model-len {cfg.max_model_len} is beyond the served context of {cfg.model!r} ({served} tokens): "
+            "restart the server with a longer --max-model-len, or lower the flag"
+        )
+    ctx = cfg.max_model_len or served
+    if not ctx:
+        raise UserError(f"{ep.base}/models does not report the context of {cfg.model!r}: pass --max-model-len N")
+    return int(ctx), {"base_url": ep.base, "model": info["id"], "root": info["root"], "served_max_model_len": served}
+
+
+def _served_checkpoint(model: str, endpoint: dict, tokenizer_fp: str):
+    """The served model as the Checkpoint records are keyed by. The identity hashes the endpoint's
+    model id, the model root the server reports and the local tokenizer (not the URL), so resume
+    works across server restarts and moves, and two served models (or tokenizers) never share records."""
+    import hashlib
+
+    from harness.checkpoints import Checkpoint
+
+    ident = hashlib.sha256(f"{endpoint['model']}\0{endpoint['root']}\0{tokenizer_fp}".encode()).hexdigest()[:16]
+    return Checkpoint(path=model, step=None, fingerprint=f"openai:{ident}", training=None, local=False)
 
 
 def _resolve_tasks(cfg: EvalConfig):
@@ -189,16 +237,16 @@ def _check_numbers(cfg: EvalConfig) -> None:
         raise UserError("--device-map is for --backend hf: vLLM spreads a model with --tensor-parallel-size")
 
 
-def _check_lengths(cfg: EvalConfig, lengths: list[int], tasks: list, min_ctx: int, tightest) -> int:
+def _check_lengths(cfg: EvalConfig, lengths: list[int], tasks: list, min_ctx: int, tightest, fix: str = _FIX) -> int:
     """Every requested length fits the tightest context; returns LongBench's truncation budget."""
     for L in lengths:
         if L > min_ctx and any(t.length_controlled for t in tasks):
             raise UserError(
-                f"length {format_length(L)} ({L} tokens) is beyond the context of {tightest.path} ({min_ctx} tokens): {_FIX}"
+                f"length {format_length(L)} ({L} tokens) is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}"
             )
     if cfg.max_length is not None and cfg.max_length > min_ctx:
         raise UserError(
-            f"--max-length {cfg.max_length} is beyond the context of {tightest.path} ({min_ctx} tokens): {_FIX}"
+            f"--max-length {cfg.max_length} is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}"
         )
     truncation_budget = cfg.max_length or min_ctx
     for task in tasks:
@@ -212,13 +260,28 @@ def _check_lengths(cfg: EvalConfig, lengths: list[int], tasks: list, min_ctx: in
 
 
 def _plan_samples(
-    cfg: EvalConfig, tasks: list, lengths: list[int], truncation_budget: int, tokenizer, min_ctx: int, tightest
+    cfg: EvalConfig,
+    tasks: list,
+    lengths: list[int],
+    truncation_budget: int,
+    tokenizer,
+    min_ctx: int,
+    tightest,
+    options,
+    fix: str = _FIX,
 ) -> SamplePlan:
     """Build (or read from the cache) every sample and check that each fits the tightest context."""
+    import dataclasses
+
     from tqdm import tqdm
 
+    from harness.reasoning import apply_options
     from harness.runners.common import prompt_ids
     from tasks.generate import generate_samples
+
+    # A chat template's own tokens count inside a length-controlled sample's budget: measured once
+    # with the local tokenizer, the sample is fitted to the rest (metadata records both).
+    chat_tokens = _chat_template_tokens(tokenizer, cfg.system_prompt) if cfg.chat_template else 0
 
     plan = SamplePlan([], [], [], {}, {})
     cache = False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
@@ -238,16 +301,26 @@ def _plan_samples(
                 plan.runner_work.append(RunnerWork(task, L, indices))
                 bar.update(1)
                 continue
-            for s in generate_samples(task, L, indices, tokenizer, seed=cfg.seed, cache_dir=cache):
+            fit = L - chat_tokens if task.length_controlled and chat_tokens else L
+            if fit < 1:
+                raise UserError(
+                    f"length {format_length(L)} leaves no room after the chat template's {chat_tokens} tokens: {fix}"
+                )
+            for s in generate_samples(task, fit, indices, tokenizer, seed=cfg.seed, cache_dir=cache):
+                if fit != L:  # keyed and reported at L; fitted to L minus the template's tokens
+                    s = dataclasses.replace(
+                        s, length=L, metadata={**s.metadata, "fitted_length": fit, "chat_template_tokens": chat_tokens}
+                    )
+                s = apply_options(s, options, lambda text: len(prompt_ids(tokenizer, text)))
                 if cfg.chat_template:
-                    prompt = _chat_prompt(tokenizer, s)
+                    prompt = _chat_prompt(tokenizer, s, cfg.system_prompt)
                     num = len(prompt_ids(tokenizer, prompt))
                 else:
                     prompt, num = s.prompt, s.num_tokens
                 if num + s.max_new_tokens > min_ctx:
                     raise UserError(
                         f"{task.name} at length {format_length(L)}: sample {s.index} needs {num} prompt tokens + "
-                        f"{s.max_new_tokens} to generate > context {min_ctx} of {tightest.path}: {_FIX}"
+                        f"{s.max_new_tokens} to generate > context {min_ctx} of {tightest.path}: {fix}"
                     )
                 plan.gen_items.append((task, L, s, prompt, num))
             bar.update(1)
@@ -283,13 +356,18 @@ def _build_jobs(
                 **record_base,
                 "settings": {**record_base["settings"], "max_model_len": contexts[c.fingerprint]},
             }
-            jobs.append(CheckpointJob(c, items, rw, settings, base, store_path, cfg.seed, cfg.progress))
+            jobs.append(
+                CheckpointJob(c, items, rw, settings, base, store_path, cfg.seed, cfg.progress, cfg.strip_thinking)
+            )
     return jobs
 
 
 def plan_eval(cfg: EvalConfig) -> Plan:
     """Everything up to the first model load; raises UserError on any bad input."""
+    import dataclasses
+
     from harness.checkpoints import check_same_tokenizer, run_name_default, select_checkpoints
+    from harness.reasoning import chat_template_hash, options_tag
     from harness.runners.common import check_tokenizer_present, check_weights, context_length, read_config
     from harness.store import ResultStore
     from tasks.lengths import parse_lengths
@@ -297,27 +375,51 @@ def plan_eval(cfg: EvalConfig) -> Plan:
 
     _check_numbers(cfg)
     lengths = parse_lengths(cfg.lengths)
-    ckpts = select_checkpoints(cfg.ckpts, cfg.last)
-    check_same_tokenizer(ckpts)
-    for c in ckpts:
-        check_tokenizer_present(c.path)
-        read_config(c.path)  # a garbage config.json is named as such, not as a tokenizer problem
-        check_weights(c.path)  # damaged weights: an error now, not after other checkpoints ran
+    options, served = _check_options(cfg)
+    if served:
+        served_ctx, endpoint_prov = _served_endpoint(cfg)  # unreachable / unknown model: before anything else
+        tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
+        tok_fp = tokenizer_fingerprint(tokenizer)
+        ckpts = [_served_checkpoint(cfg.model, endpoint_prov, tok_fp)]
+    else:
+        ckpts = select_checkpoints(cfg.ckpts, cfg.last)
+        check_same_tokenizer(ckpts)
+        for c in ckpts:
+            check_tokenizer_present(c.path)
+            read_config(c.path)  # a garbage config.json is named as such, not as a tokenizer problem
+            check_weights(c.path)  # damaged weights: an error now, not after other checkpoints ran
+    tag = options_tag(options)
+    if tag:  # non-default reasoning controls: records of this run get keys of their own
+        ckpts = [dataclasses.replace(c, fingerprint=c.fingerprint + tag) for c in ckpts]
     label, full, tasks, unavailable = _resolve_tasks(cfg)
+    generated = [x.name for x in tasks if x.kind == "generate"]
+    for t in options.max_new_tokens:
+        if t != "*" and t not in generated:
+            raise UserError(
+                f"--max-new-tokens names {t!r}, which is not a generation task of this run: "
+                f"choose from {', '.join(generated) or 'none'}"
+            )
     name = cfg.name or run_name_default(ckpts)
     out = Path(cfg.out) if cfg.out else Path("results") / name
 
-    tokenizer = load_tokenizer(ckpts[0].path, fix="re-save the tokenizer beside the model (tokenizer.save_pretrained)")
-    tok_fp = tokenizer_fingerprint(tokenizer)
-    contexts = {c.fingerprint: context_length(c.path, cfg.max_model_len) for c in ckpts}
+    if served:
+        contexts = {ckpts[0].fingerprint: served_ctx}
+        fix = "drop that length from --lengths, or serve the model with a longer --max-model-len"
+    else:
+        tokenizer = load_tokenizer(
+            ckpts[0].path, fix="re-save the tokenizer beside the model (tokenizer.save_pretrained)"
+        )
+        tok_fp = tokenizer_fingerprint(tokenizer)
+        contexts = {c.fingerprint: context_length(c.path, cfg.max_model_len) for c in ckpts}
+        fix = _FIX
     min_ctx = min(contexts.values())
     tightest = next(c for c in ckpts if contexts[c.fingerprint] == min_ctx)
-    truncation_budget = _check_lengths(cfg, lengths, tasks, min_ctx, tightest)
+    truncation_budget = _check_lengths(cfg, lengths, tasks, min_ctx, tightest, fix)
     # Opened after the cheap checks above (a rejected command leaves --out untouched), before any
     # work: a foreign or corrupt store is a StoreError here.
     store = ResultStore(out / "samples.jsonl")
     done = store.done_keys()
-    samples = _plan_samples(cfg, tasks, lengths, truncation_budget, tokenizer, min_ctx, tightest)
+    samples = _plan_samples(cfg, tasks, lengths, truncation_budget, tokenizer, min_ctx, tightest, options, fix)
     # A task unavailable at every one of its lengths is unavailable (listed with the reason at its
     # shortest length); one unavailable at some lengths runs at the others and says why not there.
     unavailable_lengths = samples.unavailable_lengths
@@ -333,13 +435,17 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     settings = RunnerSettings(
         backend=cfg.backend,
         dtype=cfg.dtype,
-        batch_size=cfg.batch_size,
-        max_model_len=cfg.max_model_len,
+        # a served model: each stored batch holds at least one request per connection
+        batch_size=max(cfg.batch_size, cfg.concurrency) if served else cfg.batch_size,
+        max_model_len=min_ctx if served else cfg.max_model_len,
         rope_theta=cfg.rope_theta,
         rope_scaling=cfg.rope_scaling,
         tensor_parallel_size=cfg.tensor_parallel_size,
         chat_template=cfg.chat_template,
         extra={"device_map": cfg.device_map} if cfg.device_map else {},
+        endpoint=_endpoint_settings(cfg) if served else None,
+        tokenizer=(cfg.tokenizer or cfg.model) if served else None,
+        system_prompt=cfg.system_prompt,
     )
     record_settings = {
         "backend": cfg.backend,
@@ -352,6 +458,10 @@ def plan_eval(cfg: EvalConfig) -> Plan:
         "truncation": "none",
         "tokenizer": tok_fp,
     }
+    if options.non_default():  # only then: records of default runs stay as they were
+        record_settings["options"] = options.non_default()
+    if served:
+        record_settings["endpoint"] = {"model": endpoint_prov["model"], "root": endpoint_prov["root"]}
     record_base = {"run": name, "suite": label, "seed": cfg.seed, "settings": record_settings}
     jobs = _build_jobs(cfg, ckpts, samples, done, settings, record_base, contexts, str(store.path))
     planned = {_record_key(c, t, L, i, cfg.seed) for t, L, indices in samples.groups for c in ckpts for i in indices}
@@ -374,7 +484,83 @@ def plan_eval(cfg: EvalConfig) -> Plan:
         plan_lengths,
         truncation_budget,
         unavailable_lengths,
+        {
+            **options.provenance(),
+            "chat_template": chat_template_hash(tokenizer) if cfg.chat_template else None,
+            **({"endpoint": endpoint_prov} if served else {}),
+        },
     )
+
+
+def _check_options(cfg: EvalConfig):
+    """(reasoning Options, whether the backend is a served model); UserError on bad combinations."""
+    from harness.reasoning import Options, parse_max_new_tokens
+    from harness.runners.registry import backend_names, is_local
+
+    if cfg.backend not in backend_names():
+        raise UserError(f"unknown backend {cfg.backend!r}: choose {', '.join(backend_names())}")
+    served = not is_local(cfg.backend)
+    if not served:
+        given = [
+            f for f, v in (("--model", cfg.model), ("--base-url", cfg.base_url), ("--tokenizer", cfg.tokenizer)) if v
+        ]
+        if given:
+            raise UserError(
+                f"{', '.join(given)} are for served models (--backend openai); "
+                "local checkpoints are given with --ckpts and use their own tokenizer"
+            )
+    elif cfg.data_parallel > 1 or cfg.ray_address:
+        raise UserError(
+            "--backend openai runs one served model: drop --data-parallel/--ray-address (use --concurrency)"
+        )
+    else:
+        server_side = [
+            flag
+            for flag, value in (
+                ("--dtype", cfg.dtype != "auto"),
+                ("--rope-theta", cfg.rope_theta is not None),
+                ("--rope-scaling", cfg.rope_scaling is not None),
+                ("--tensor-parallel-size", cfg.tensor_parallel_size != 1),
+            )
+            if value
+        ]
+        if server_side:
+            raise UserError(
+                f"{', '.join(server_side)} cannot change a served model: set it where the server is started "
+                "(e.g. vllm serve --dtype ...) and drop it here"
+            )
+    if cfg.concurrency < 1 or cfg.retries < 0 or not cfg.request_timeout > 0:
+        raise UserError("--concurrency and --request-timeout must be positive, --retries at least 0")
+    if cfg.system_prompt is not None and not cfg.chat_template:
+        raise UserError("--system-prompt needs --chat (a system turn exists only in a chat template)")
+    options = Options(
+        answer_prefix=not cfg.no_answer_prefix,
+        max_new_tokens=parse_max_new_tokens(cfg.max_new_tokens),
+        system_prompt=cfg.system_prompt,
+        strip_thinking=cfg.strip_thinking,
+    )
+    return options, served
+
+
+def _endpoint_settings(cfg: EvalConfig) -> dict:
+    return {
+        "base_url": cfg.base_url,
+        "api_key_env": cfg.api_key_env,
+        "concurrency": cfg.concurrency,
+        "timeout": cfg.request_timeout,
+        "retries": cfg.retries,
+    }
+
+
+def _chat_template_tokens(tokenizer, system_prompt: str | None) -> int:
+    """Tokens a chat template adds around a user turn (and the system turn), counted once."""
+    from types import SimpleNamespace
+
+    from harness.runners.common import prompt_ids
+
+    probe = SimpleNamespace(input="Question: which word comes next?", answer_prefix="")
+    wrapped = _chat_prompt(tokenizer, probe, system_prompt)
+    return max(0, len(prompt_ids(tokenizer, wrapped)) - len(prompt_ids(tokenizer, probe.input)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -397,6 +583,8 @@ def build_results(plan: Plan) -> dict:
         "mode": modes.pop() if len(modes) == 1 else None,
         "checkpoints": [c.to_dict() for c in plan.ckpts],
     }
+    if "endpoint" in plan.extra_provenance:  # a served model: the model the server reports serving
+        run["model"] = plan.extra_provenance["endpoint"]["root"]
     ctxs = set(plan.contexts.values())
     families = {t.family for t in plan.tasks}
     prov = {
@@ -419,6 +607,7 @@ def build_results(plan: Plan) -> dict:
         "device_map": cfg.device_map,
         "samples": cfg.samples,
         "checkpoint_steps": [c.step for c in plan.ckpts],
+        **plan.extra_provenance,
     }
     if "longbench" in families:
         # LongBench's length: the whole budget of a sample (prompt + generation); each prompt is

@@ -50,6 +50,7 @@ class CheckpointJob:
     store_path: str
     seed: int
     progress: bool = True
+    strip_thinking: bool = False  # score the answer after </think> (the raw output goes to metadata)
 
     @property
     def affinity(self) -> str:
@@ -226,6 +227,9 @@ def _evaluate(
     finished batch to the store (and tell `report` how many samples it held)."""
     from tqdm import tqdm
 
+    from harness.reasoning import chat_messages, strip_thinking
+    from harness.runners.endpoint import EndpointError
+
     label = f"ckpt {job.ckpt.step}" if job.ckpt.step is not None else Path(job.ckpt.path).name
     added = 0
     bar = tqdm(
@@ -240,16 +244,27 @@ def _evaluate(
     # Longest prompts first within each max_new_tokens group: an out-of-memory shows at once,
     # and each batch holds similar lengths (little padding).
     items.sort(key=lambda it: (it.sample.max_new_tokens, -it.num_tokens))
-    chunk = len(items) if getattr(runner, "submit_all", False) else job.settings.batch_size
+    chunk = len(items) if runner.submit_all else job.settings.batch_size
     for start in range(0, len(items), max(1, chunk)):
         part = items[start : start + chunk]
         t_batch = time.perf_counter()
-        preds = runner.generate(
-            [
-                GenerationRequest(it.prompt, it.sample.max_new_tokens, tuple(it.sample.metadata.get("stop", ())))
-                for it in part
-            ]
-        )
+        try:
+            preds = runner.generate(
+                [
+                    GenerationRequest(
+                        it.prompt,
+                        it.sample.max_new_tokens,
+                        tuple(it.sample.metadata.get("stop", ())),
+                        chat_messages(it.sample, job.settings.system_prompt) if job.settings.chat_template else None,
+                    )
+                    for it in part
+                ]
+            )
+        except EndpointError as exc:  # the server went away: say what is safe
+            raise EndpointError(f"{exc}; {_stored_line(store, added)}") from None
+        raws = preds
+        if job.strip_thinking:
+            preds = [strip_thinking(p) for p in raws]
         records = [
             _record(
                 job,
@@ -260,9 +275,13 @@ def _evaluate(
                 it.task.score(pred, it.sample),
                 it.num_tokens,
                 it.sample.dataset_hash,
-                {**it.sample.metadata, "references": list(it.sample.references)},
+                {
+                    **it.sample.metadata,
+                    "references": list(it.sample.references),
+                    **({"raw_prediction": raw} if raw != pred else {}),
+                },
             )
-            for it, pred in zip(part, preds)
+            for it, pred, raw in zip(part, preds, raws)
         ]
         _timed(records, t_batch)
         added += store.append(records)
@@ -271,9 +290,12 @@ def _evaluate(
             report(len(part))
     for w in runner_work:
         t_batch = time.perf_counter()
-        out = w.task.evaluate_with_runner(
-            runner, w.length, w.indices, job.seed, runner.tokenizer, progress=job.progress
-        )
+        try:
+            out = w.task.evaluate_with_runner(
+                runner, w.length, w.indices, job.seed, runner.tokenizer, progress=job.progress
+            )
+        except EndpointError as exc:
+            raise EndpointError(f"{exc}; {_stored_line(store, added)}") from None
         records = [
             _record(
                 job,
@@ -295,3 +317,11 @@ def _evaluate(
             report(len(w.indices))
     bar.close()
     return added
+
+
+def _stored_line(store, added: int) -> str:
+    """What a run that stops early keeps: the count in the store, and how to go on."""
+    return (
+        f"{len(store.done_keys())} samples are stored in {store.path} ({added} from this run); "
+        "re-run the same command once the server is back to compute only the rest"
+    )

@@ -70,6 +70,7 @@ def _provenance_line(prov: dict) -> str:
     ):
         if prov.get(key) is not None:
             parts.append(f"{label} {prov[key]}")
+    parts += _controls_parts(prov)
     version = prov.get("package_version")
     if version:
         git = prov.get("git_hash")
@@ -79,6 +80,28 @@ def _provenance_line(prov: dict) -> str:
     if prov.get("created"):
         parts.append(f"created {prov['created']}")
     return " · ".join(parts)
+
+
+def _controls_parts(prov: dict) -> list[str]:
+    """The served endpoint and the instruct/reasoning controls, when they are not the defaults."""
+    parts = []
+    ep = prov.get("endpoint")
+    if isinstance(ep, dict):
+        root = f" (root {ep['root']})" if ep.get("root") and ep.get("root") != ep.get("model") else ""
+        parts.append(f"served {ep.get('model')}{root} at {ep.get('base_url')}")
+    if prov.get("chat_template"):
+        parts.append(f"chat template {prov['chat_template']}")
+    if prov.get("answer_prefix") is False:
+        parts.append("no answer prefix")
+    mnt = prov.get("max_new_tokens")
+    if mnt:
+        parts.append("max_new_tokens " + ",".join(str(n) if t == "*" else f"{t}={n}" for t, n in mnt.items()))
+    if prov.get("system_prompt") is not None:
+        text = prov["system_prompt"]
+        parts.append(f"system prompt {text[:40] + '…' if len(text) > 40 else text!r}")
+    if prov.get("strip_thinking"):
+        parts.append("strip thinking")
+    return parts
 
 
 def _grid(header: list[str], rows: list[list[str]]) -> list[str]:

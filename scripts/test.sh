@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 .venv/bin/python -m pytest -q -m "not vllm" "$@"
 if [ -x .venv-vllm/bin/python ]; then
-  VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=2 .venv-vllm/bin/python -m pytest -q -m vllm tests/vllm
+  VLLM_ENABLE_V1_MULTIPROCESSING=0 VLLM_CPU_KVCACHE_SPACE=2 .venv-vllm/bin/python -m pytest -q -m vllm tests/vllm tests/serve
 elif [ "${CI:-}" = "true" ]; then
   echo "test: .venv-vllm is missing (bash scripts/setup.sh --all builds it); CI=true does not skip the vLLM tests" >&2
   exit 1

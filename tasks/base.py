@@ -39,6 +39,17 @@ class Sample:
     def prompt(self) -> str:
         return self.input + self.answer_prefix
 
+    def without_answer_prefix(self, num_tokens: int) -> Sample:
+        """This sample with the prompt ending at the input (`harness eval --no-answer-prefix`, for
+        instruct and reasoning models). The input, haystack included, is the default sample's (fitted
+        with the prefix, so the prompt is shorter than the target by the prefix's tokens and results
+        pair sample by sample with the default's); `num_tokens` is the caller's count of the input.
+        metadata["answer_prefix_removed"] keeps the prefix. Default samples are never changed."""
+        if not self.answer_prefix:
+            return self
+        meta = {**self.metadata, "answer_prefix_removed": self.answer_prefix}
+        return dataclasses.replace(self, answer_prefix="", num_tokens=num_tokens, metadata=meta)
+
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["references"] = list(self.references)

@@ -18,6 +18,7 @@ HELP = "train full and anchor runs from one base model, evaluate them and the ba
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from harness.demo import DEFAULT_LENGTHS, DEFAULT_TASKS, DemoConfig
+    from harness.runners.registry import backend_help, backend_names
 
     d = DemoConfig()
     g = p.add_argument_group("model and data")
@@ -107,7 +108,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--seed", type=int, default=d.seed, help=f"evaluation sample seed (default {d.seed})")
     g.add_argument(
-        "--eval-backend", choices=("hf", "vllm"), default=d.eval_backend, help="transformers (default) or vLLM"
+        "--eval-backend",
+        choices=backend_names(local_only=True),
+        default=d.eval_backend,
+        help=backend_help(local_only=True),
     )
     g.add_argument(
         "--eval-dtype",

@@ -3,6 +3,7 @@
     harness eval --ckpts 'runs/anchor/ckpt-<1950..2000>' --suite ruler --lengths 4k-128k
     harness eval --ckpts 'runs/anchor/ckpt-*' --last 5 --suite ruler --backend vllm --tensor-parallel-size 2
     harness eval --embedded          # builds 5 tiny checkpoints under runs/embedded/ and evaluates them on CPU
+    harness eval --backend openai --base-url http://127.0.0.1:8000/v1 --model NAME --tokenizer DIR --suite ruler
 
 Per-sample results go to <out>/samples.jsonl (default out: results/<name>); the same command
 re-run resumes where a killed run stopped. The averaged table is printed and written to
@@ -16,10 +17,15 @@ import json
 
 from harness.errors import UserError, require_above, require_at_least
 
-HELP = "evaluate checkpoints on suites x lengths (vLLM or transformers), resumable, averaged over checkpoints"
+HELP = (
+    "evaluate checkpoints (transformers, vLLM) or a served model (OpenAI-compatible API) on suites x lengths, "
+    "resumable, averaged over checkpoints"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from harness.runners.registry import backend_help, backend_names
+
     g = p.add_argument_group("what to evaluate")
     g.add_argument(
         "--ckpts", metavar="SPEC", help="checkpoints: path with <A..B> step range, glob, comma list or hub name"
@@ -44,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--seed", type=int, default=42, help="sample generation seed (default 42)")
     g = p.add_argument_group("runner")
-    g.add_argument("--backend", choices=["hf", "vllm"], default="hf", help="transformers (default) or vLLM")
+    g.add_argument("--backend", choices=backend_names(), default="hf", help=backend_help())
     g.add_argument(
         "--dtype",
         choices=["auto", "bfloat16", "float16", "float32"],
@@ -88,8 +94,51 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--chat-template",
+        "--chat",
         action="store_true",
-        help="wrap prompts in the tokenizer's chat template (off: base-model prompting)",
+        help="wrap prompts in the tokenizer's chat template (off: base-model prompting); with --backend openai: "
+        "the chat route, the server's template (its tokens count inside each length)",
+    )
+    g = p.add_argument_group("served model (--backend openai: vLLM, SGLang, TGI, llama.cpp, hosted APIs)")
+    g.add_argument("--base-url", metavar="URL", help="the server's API root, e.g. http://127.0.0.1:8000/v1")
+    g.add_argument("--model", metavar="NAME", help="the name the server serves the model under (see URL/models)")
+    g.add_argument(
+        "--tokenizer",
+        metavar="DIR_OR_HUB",
+        help="the served model's tokenizer, to build and count prompts locally (default: --model)",
+    )
+    g.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="environment variable holding the API key (default: OPENAI_API_KEY when set, else no key)",
+    )
+    g.add_argument("--concurrency", type=int, default=8, metavar="N", help="requests in flight (default 8)")
+    g.add_argument(
+        "--request-timeout", type=float, default=600.0, metavar="S", help="seconds per request (default 600)"
+    )
+    g.add_argument(
+        "--retries",
+        type=int,
+        default=5,
+        metavar="N",
+        help="tries again after a 429, 5xx or connection error, waiting 0.5 s, 1 s, 2 s, ... (default 5)",
+    )
+    g = p.add_argument_group("instruct and reasoning models (every backend; each is part of the run's identity)")
+    g.add_argument(
+        "--no-answer-prefix",
+        action="store_true",
+        help="end the prompt with the task input, without the answer prefix (e.g. RULER's ' Answer:')",
+    )
+    g.add_argument(
+        "--max-new-tokens",
+        metavar="N|TASK=N,...",
+        help="tokens to generate instead of each task's own, for every task (N) or some (qa_1=1024,vt=512)",
+    )
+    g.add_argument("--system-prompt", metavar="TEXT", help="a system turn before the task (needs --chat)")
+    g.add_argument(
+        "--strip-thinking",
+        action="store_true",
+        help="score the answer without <think>...</think> (the raw output is kept in the record)",
     )
     g = p.add_argument_group("output and data")
     g.add_argument("--name", help="run name (default: the checkpoints' parent folder)")
@@ -166,10 +215,13 @@ def config_from_args(args: argparse.Namespace):
             )
         lengths = lengths or embedded_eval.LENGTHS
         samples = samples or embedded_eval.SAMPLES
-    if not ckpts:
-        raise UserError("no checkpoints: pass --ckpts SPEC (e.g. 'runs/anchor/ckpt-<1950..2000>') or --embedded")
+    if not ckpts and not args.model:
+        raise UserError(
+            "no checkpoints: pass --ckpts SPEC (e.g. 'runs/anchor/ckpt-<1950..2000>'), --embedded, "
+            "or --backend openai --base-url URL --model NAME"
+        )
     return EvalConfig(
-        ckpts=ckpts,
+        ckpts=ckpts or "",
         last=args.last,
         suite=suite,
         tasks=tasks,
@@ -195,6 +247,17 @@ def config_from_args(args: argparse.Namespace):
         chat_template=args.chat_template,
         cache_dir=args.cache_dir,
         progress=not args.no_progress,
+        model=args.model,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        concurrency=args.concurrency,
+        request_timeout=args.request_timeout,
+        retries=args.retries,
+        tokenizer=args.tokenizer,
+        no_answer_prefix=args.no_answer_prefix,
+        max_new_tokens=args.max_new_tokens,
+        system_prompt=args.system_prompt,
+        strip_thinking=args.strip_thinking,
     )
 
 

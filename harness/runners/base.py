@@ -8,7 +8,7 @@ dependencies lazily, so the core works without vLLM.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,9 @@ class GenerationRequest:
     prompt: str
     max_new_tokens: int
     stop: tuple[str, ...] = ()  # RULER uses none; HELMET ICL stops at newline
+    # The same prompt as chat turns ({"role", "content"}; a last assistant turn is the answer
+    # prefix), for runners that send messages to a server's chat template (openai --chat).
+    messages: tuple[dict, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -36,12 +39,20 @@ class RunnerSettings:
     rope_scaling: dict | None = None
     tensor_parallel_size: int = 1
     chat_template: bool = False
-    extra: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # vLLM: extra LLM(...) keyword arguments
+    # Served models (--backend openai): where, how, and which tokenizer counts the prompts.
+    endpoint: dict | None = None  # {"base_url", "api_key_env", "concurrency", "timeout", "retries"}
+    tokenizer: str | None = None  # local tokenizer dir or hub name (default: the model's)
+    system_prompt: str | None = None  # chat only: a system turn before the user turn
 
 
 class Runner(Protocol):
     settings: RunnerSettings
     max_model_len: int  # the context the model runs with (prompt + generation must fit)
+    tokenizer: Any  # the transformers tokenizer prompts are counted with (loglikelihood tasks use it)
+    # True: the evaluation loop hands every pending prompt of a checkpoint over in one call
+    # (the runner schedules them itself: vLLM, an HTTP endpoint); False: one batch at a time.
+    submit_all: bool
 
     def generate(self, requests: list[GenerationRequest]) -> list[str]:
         """Greedy continuations, in request order; each cut at its first stop string."""

@@ -135,6 +135,25 @@ def prompt_ids(tokenizer, prompt: str) -> list[int]:
     return tokenizer(prompt, add_special_tokens=add)["input_ids"]
 
 
+def encode_pair(tokenizer, eos_id: int | None, context: str, continuation: str) -> tuple[list[int], list[int]]:
+    """(context ids, continuation ids) of a loglikelihood request, split as every runner splits it.
+
+    Trailing spaces of the context belong to the continuation (tokenizers attach them to the next
+    word); the whole is encoded and split, as lm-eval does, so merges stay natural. An empty
+    context without BOS is conditioned on EOS, as lm-eval does.
+    """
+    n_spaces = len(context) - len(context.rstrip())
+    if n_spaces:
+        continuation = context[-n_spaces:] + continuation
+        context = context[:-n_spaces]
+    whole = prompt_ids(tokenizer, context + continuation)
+    ctx = prompt_ids(tokenizer, context)
+    if not ctx:
+        assert eos_id is not None, "an empty context needs an EOS token to condition on"
+        return [eos_id], whole
+    return ctx, whole[len(ctx) :]
+
+
 def cpu_threads_hint() -> None:
     """Workers sharing a CPU each get their share of the cores (set by harness.parallel)."""
     n = os.environ.get("HARNESS_THREADS")

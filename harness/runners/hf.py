@@ -27,9 +27,11 @@ from harness.runners.common import (
     context_length,
     cpu_threads_hint,
     cut_at_stop,
+    encode_pair,
     prompt_ids,
     rope_override_dict,
 )
+from harness.runners.registry import register_runner
 
 # Padded tokens per batch (rows × (prompt width + new tokens)): 8 rows at 4K, 1 row from 32K up.
 DEFAULT_BATCH_TOKENS = 32768
@@ -46,8 +48,11 @@ _DTYPES = {
 }
 
 
+@register_runner("hf", help="transformers in this process (default)")
 class HFRunner:
     """transformers AutoModelForCausalLM behind the Runner interface (harness/runners/base.py)."""
+
+    submit_all = False  # one --batch-size batch per call: each finished batch is stored at once
 
     def __init__(self, model_path: str, settings: RunnerSettings, device: str | None = None):
         import torch
@@ -213,17 +218,7 @@ class HFRunner:
 
     # -- loglikelihood -----------------------------------------------------------------------
     def _encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
-        # Trailing spaces of the context belong to the continuation (tokenizers attach them to
-        # the next word); encode the whole and split, as lm-eval does, so merges stay natural.
-        n_spaces = len(context) - len(context.rstrip())
-        if n_spaces:
-            continuation = context[-n_spaces:] + continuation
-            context = context[:-n_spaces]
-        whole = prompt_ids(self.tokenizer, context + continuation)
-        ctx = prompt_ids(self.tokenizer, context)
-        if not ctx:  # no BOS and empty context: condition on EOS, as lm-eval does
-            return [self.eos_id], whole
-        return ctx, whole[len(ctx) :]
+        return encode_pair(self.tokenizer, self.eos_id, context, continuation)
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[tuple[float, bool]]:
         import torch

@@ -22,9 +22,11 @@ from harness.runners.common import (
     check_tokenizer_present,
     context_length,
     cut_at_stop,
+    encode_pair,
     prompt_ids,
     rope_override_dict,
 )
+from harness.runners.registry import register_runner
 
 _DTYPES = {
     "auto": "auto",
@@ -43,6 +45,12 @@ def _on_cpu() -> bool:
     return not torch.cuda.is_available()
 
 
+@register_runner(
+    "vllm",
+    requires="vllm",
+    install="pip install vllm (GPU), or bash scripts/setup_vllm_env.sh for vLLM on CPU in .venv-vllm",
+    help="vLLM's offline engine in this process",
+)
 class VLLMRunner:
     submit_all = True  # harness.evaluate hands over every pending prompt of a checkpoint in one call
 
@@ -123,11 +131,9 @@ class VLLMRunner:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        from harness.runners.hf import HFRunner
-
         if not requests:
             return []
-        pairs = [HFRunner._encode_pair(self, r.context, r.continuation) for r in requests]  # same split as HF
+        pairs = [encode_pair(self.tokenizer, self.eos_id, r.context, r.continuation) for r in requests]
         prompts = []
         for ctx, cont in pairs:
             self._check_fits(len(ctx) + len(cont), 0)

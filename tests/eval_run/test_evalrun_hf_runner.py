@@ -98,6 +98,6 @@ def test_unknown_backend_and_missing_vllm(tiny_llama_dir, monkeypatch):
 
     with pytest.raises(UserError, match="unknown backend"):
         registry.get_runner("tgi", str(tiny_llama_dir), RunnerSettings(backend="tgi"))
-    monkeypatch.setattr(registry, "vllm_available", lambda: False)
+    monkeypatch.setattr(registry, "backend_available", lambda name: name != "vllm")
     with pytest.raises(MissingExtra, match="setup_vllm_env.sh"):
         registry.get_runner("vllm", str(tiny_llama_dir), RunnerSettings(backend="vllm"))

@@ -1,0 +1,180 @@
+"""A small client for OpenAI-compatible HTTP servers (vLLM, SGLang, TGI, llama.cpp, hosted APIs).
+
+    ep = Endpoint("http://127.0.0.1:8000", api_key=None)
+    info = ep.describe("my-model")            # {"id", "root", "max_model_len"}; UserError when not served
+    body = ep.post("/completions", {...})     # retries 429/5xx/connection errors with back-off
+
+Standard library only (urllib + threads in harness/runners/openai.py): the backend works in every
+environment the harness is installed in, .venv-vllm included (installed there with --no-deps), and
+needs no `openai` package.
+
+Retries: a 429, a 5xx (500, 502, 503, 504, ...) or a connection error (refused, reset, timed out) is
+tried again after 0.5 s, 1 s, 2 s, ... (doubled each time, at most 30 s; a 429's Retry-After header
+is honoured up to that cap), `retries` times; then EndpointError says what failed. Any other
+4xx is the request's fault and is not retried: RequestRejected carries the server's message.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+
+from harness.errors import UserError
+
+RETRY_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
+BACKOFF_START_S = 0.5
+BACKOFF_CAP_S = 30.0
+
+
+class EndpointError(UserError):
+    """The server cannot be reached or keeps failing (after the retries)."""
+
+
+class RequestRejected(UserError):
+    """The server answered a request with a 4xx other than 429: retrying cannot help."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def api_base(url: str) -> str:
+    """The API root requests are made under: `http://host:port` and `http://host:port/` mean
+    `http://host:port/v1` (vLLM's, SGLang's and llama.cpp's root); any other path is kept."""
+    if not url or "://" not in url:
+        raise UserError(f"--base-url {url!r} is not a URL: pass e.g. http://127.0.0.1:8000/v1")
+    parsed = urllib.parse.urlsplit(url.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise UserError(f"--base-url {url!r} is not an http(s) URL: pass e.g. http://127.0.0.1:8000/v1")
+    path = parsed.path.rstrip("/")
+    if not path:
+        path = "/v1"
+    return urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, path, "", ""))
+
+
+def api_key_from_env(var: str | None) -> str | None:
+    """The API key: from --api-key-env VAR (which must be set), else OPENAI_API_KEY when set, else none."""
+    if var:
+        value = os.environ.get(var)
+        if not value:
+            raise UserError(f"--api-key-env {var}: the environment variable {var} is not set: export it first")
+        return value
+    return os.environ.get("OPENAI_API_KEY") or None
+
+
+def _error_text(body: bytes) -> str:
+    """The server's own message from an error body (OpenAI: {"error": {"message"}}; vLLM: {"message"})."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body.decode(errors="replace").strip()[:300]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            return str(err.get("message") or err.get("detail") or data)[:300]
+        return str(err)[:300]
+    return str(data)[:300]
+
+
+class Endpoint:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        timeout: float = 600.0,
+        retries: int = 5,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.base = api_base(base_url)
+        self.api_key = api_key
+        self.timeout = timeout
+        self.retries = retries
+        self._sleep = sleep
+
+    def _headers(self) -> dict[str, str]:
+        h = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.api_key:
+            h["Authorization"] = f"Bearer {self.api_key}"
+        return h
+
+    def _once(self, method: str, path: str, payload: dict | None) -> tuple[int, dict | None, str, float | None]:
+        """(status, parsed body or None, error text, Retry-After seconds). Status 0: no answer."""
+        data = None if payload is None else json.dumps(payload).encode()
+        req = urllib.request.Request(self.base + path, data=data, method=method, headers=self._headers())
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                raw = resp.read()
+                status = resp.status
+        except urllib.error.HTTPError as exc:
+            retry_after = None
+            try:
+                retry_after = float(exc.headers.get("Retry-After", ""))
+            except (TypeError, ValueError):
+                pass
+            body = exc.read() if exc.fp is not None else b""
+            return exc.code, None, _error_text(body) or exc.reason, retry_after
+        except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut off
+            reason = getattr(exc, "reason", exc)
+            return 0, None, str(reason) or type(exc).__name__, None
+        try:
+            return status, json.loads(raw), "", None
+        except ValueError:
+            return 0, None, f"the answer is not JSON: {raw[:120]!r}", None
+
+    def request(self, method: str, path: str, payload: dict | None = None, retries: int | None = None) -> dict:
+        """The JSON answer of one request, tried again on 429/5xx/connection errors with back-off."""
+        tries = 1 + (self.retries if retries is None else retries)
+        delay = BACKOFF_START_S
+        status, err = 0, ""
+        for attempt in range(tries):
+            status, body, err, retry_after = self._once(method, path, payload)
+            if 200 <= status < 300 and body is not None:
+                return body
+            if status in (401, 403):
+                raise UserError(
+                    f"{self.base} refused the request ({status}: {err}): check the key in --api-key-env "
+                    "(default OPENAI_API_KEY)"
+                )
+            if status and status not in RETRY_STATUSES:
+                raise RequestRejected(status, f"{self.base}{path} rejected the request ({status}: {err})")
+            if attempt + 1 < tries:
+                wait = min(BACKOFF_CAP_S, max(delay, retry_after or 0.0))
+                self._sleep(wait)
+                delay = min(BACKOFF_CAP_S, delay * 2)
+        what = f"answered {status} ({err})" if status else f"cannot be reached ({err})"
+        raise EndpointError(f"the server at {self.base} {what} after {tries} tries")
+
+    def post(self, path: str, payload: dict) -> dict:
+        return self.request("POST", path, payload)
+
+    def models(self) -> list[dict]:
+        """/v1/models' entries. Unreachable at planning time is one clear error (few retries)."""
+        try:
+            body = self.request("GET", "/models", retries=min(self.retries, 2))
+        except EndpointError as exc:
+            raise EndpointError(f"{exc}: start the server or fix --base-url") from None
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list):
+            raise UserError(
+                f"{self.base}/models did not list models (no 'data' list): is this an OpenAI-compatible API?"
+            )
+        return [m for m in data if isinstance(m, dict) and "id" in m]
+
+    def describe(self, model: str) -> dict:
+        """{"id", "root", "max_model_len"} of a served model; UserError listing the served ones if absent.
+
+        `root` is what vLLM reports as the model the name serves (the checkpoint path or hub name;
+        the id itself elsewhere), `max_model_len` the served context (None when not reported)."""
+        served = self.models()
+        entry = next((m for m in served if m["id"] == model), None)
+        if entry is None:
+            names = ", ".join(sorted(str(m["id"]) for m in served)) or "none"
+            raise UserError(f"model {model!r} is not served at {self.base} (it serves: {names}): pass one with --model")
+        ctx = entry.get("max_model_len") or entry.get("context_length") or entry.get("max_context_length")
+        return {"id": model, "root": str(entry.get("root") or model), "max_model_len": int(ctx) if ctx else None}
