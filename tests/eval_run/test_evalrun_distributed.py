@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from test_evalrun_resume_parallel import _count_records, _store
+from test_evalrun_resume_parallel import _count_records, _store, _suites
 
 from harness.cli import main
 
@@ -44,17 +44,6 @@ def _loads(stderr: str) -> int:
     m = re.search(r"model loads: (\d+) \((\d+) engines", stderr)
     assert m, stderr
     return int(m.group(1))
-
-
-def _suites(out) -> dict:
-    """results.json's suites without the measured wall time per sample (a timing, not a result)."""
-
-    def strip(x):
-        if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if k != "seconds_per_sample"}
-        return [strip(v) for v in x] if isinstance(x, list) else x
-
-    return strip(json.loads((Path(out) / "results.json").read_text())["suites"])
 
 
 @pytest.fixture(scope="module")
