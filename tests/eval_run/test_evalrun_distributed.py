@@ -3,7 +3,6 @@ records identical to a serial run, each engine loading a checkpoint once, lost w
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
