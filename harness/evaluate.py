@@ -178,6 +178,28 @@ def _served_endpoint(cfg: EvalConfig) -> tuple[int, dict]:
     return int(ctx), {"base_url": ep.base, "model": info["id"], "root": info["root"], "served_max_model_len": served}
 
 
+def _drop_if_no_prompt_logprobs(cfg: EvalConfig, tokenizer, tasks: list, unavailable: dict) -> list:
+    """A served model without prompt log-probs: its loglikelihood/perplexity tasks are unavailable
+    (listed with the reason, never scored), the others run."""
+    from harness.runners.common import prompt_ids
+    from harness.runners.endpoint import Endpoint, api_key_from_env
+    from harness.runners.openai import prompt_logprobs_missing
+
+    ep = Endpoint(
+        cfg.base_url or "", api_key_from_env(cfg.api_key_env), timeout=cfg.request_timeout, retries=cfg.retries
+    )
+    reason = prompt_logprobs_missing(ep, cfg.model or "", prompt_ids(tokenizer, "The sky is blue."))
+    if reason is None:
+        return tasks
+    for t in tasks:
+        if t.kind != "generate":
+            unavailable[t.name] = reason
+    kept = [t for t in tasks if t.kind == "generate"]
+    if not kept:
+        raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
+    return kept
+
+
 def _served_checkpoint(model: str, endpoint: dict, tokenizer_fp: str):
     """The served model as the Checkpoint records are keyed by. The identity hashes the endpoint's
     model id, the model root the server reports and the local tokenizer (not the URL), so resume
@@ -392,6 +414,8 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     if tag:  # non-default reasoning controls: records of this run get keys of their own
         ckpts = [dataclasses.replace(c, fingerprint=c.fingerprint + tag) for c in ckpts]
     label, full, tasks, unavailable = _resolve_tasks(cfg)
+    if served and any(t.kind != "generate" for t in tasks):
+        tasks = _drop_if_no_prompt_logprobs(cfg, tokenizer, tasks, unavailable)
     generated = [x.name for x in tasks if x.kind == "generate"]
     for t in options.max_new_tokens:
         if t != "*" and t not in generated:

@@ -51,6 +51,25 @@ def endpoint_from_settings(settings: RunnerSettings) -> Endpoint:
     )
 
 
+def prompt_logprobs_missing(endpoint: Endpoint, model: str, ids: list[int]) -> str | None:
+    """Why the server cannot score loglikelihood tasks (None when it returns prompt log-probs):
+    one short echo + logprobs request, sent when planning so those tasks are reported unavailable
+    with the reason instead of failing (or scoring 0) later."""
+    payload = {"model": model, "prompt": ids, "max_tokens": 1, "temperature": 0.0, "logprobs": 1, "echo": True}
+    try:
+        body = endpoint.post("/completions", payload)
+    except RequestRejected as exc:
+        return f"the server refuses prompt log-probs (echo + logprobs): {exc}"
+    choice = (body.get("choices") or [{}])[0]
+    ranked = choice.get("prompt_logprobs")
+    plain = (choice.get("logprobs") or {}).get("token_logprobs")
+    if (isinstance(ranked, list) and len(ranked) >= len(ids)) or (isinstance(plain, list) and len(plain) >= len(ids)):
+        return None
+    return (
+        "the server returns no prompt log-probs (echo + logprobs), which loglikelihood tasks need (vLLM returns them)"
+    )
+
+
 @register_runner("openai", local=False, help="a served model behind an OpenAI-compatible API (--base-url, --model)")
 class OpenAIRunner:
     """A model behind an OpenAI-compatible HTTP API, evaluated through the Runner interface."""

@@ -14,8 +14,34 @@ from tiny_server import TinyServer
 from harness.cli import main
 from harness.runners.base import LoglikelihoodRequest, RunnerSettings
 from harness.store import read_store
+from tasks.base import Task
+from tasks.registry import register_task
 
 TASKS = "niah_single_1,vt"
+
+
+@register_task
+class ServeChoice(Task):
+    """A loglikelihood task for these tests: which of two colours the model prefers."""
+
+    name = "serve_choice"
+    version = "1"
+    family = "serve"
+    kind = "loglikelihood"
+    metric = "acc"
+    length_controlled = False
+
+    def num_samples_available(self, length):
+        return 2
+
+    def evaluate_with_runner(self, runner, length, indices, seed, tokenizer, progress=True):
+        out = []
+        for i in indices:
+            reqs = [LoglikelihoodRequest("The grass is green. " * (i + 1) + "The sky is", c) for c in (" blue", " red")]
+            lls = [ll for ll, _ in runner.loglikelihood(reqs)]
+            out.append({"index": i, "prediction": str(lls.index(max(lls))), "score": float(lls[0] > lls[1]),
+                        "metadata": {"logprobs": lls}})  # fmt: skip
+        return out
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +243,20 @@ def test_backoff_doubles_and_a_4xx_is_not_retried(server):
     assert api_base("https://api.example.com/openai/v1") == "https://api.example.com/openai/v1"
     with pytest.raises(UserError, match="not a URL"):
         api_base("127.0.0.1:8000")
+
+
+def test_loglikelihood_tasks_through_the_endpoint_or_unavailable_with_the_reason(server, tiny_llama_dir, tmp_path):
+    args = ["--tasks", "vt,serve_choice", "--samples", "2"]
+    assert _eval(["--ckpts", str(tiny_llama_dir), "--max-model-len", "2048", *args], tmp_path / "hf") == 0
+    assert _eval([*_served(server, tiny_llama_dir), *args], tmp_path / "api") == 0
+    hf = {k: r for k, r in _records(tmp_path / "hf").items() if k[0] == "serve_choice"}
+    api = {k: r for k, r in _records(tmp_path / "api").items() if k[0] == "serve_choice"}
+    assert hf.keys() == api.keys() and len(api) == 2
+    for k in hf:
+        assert api[k]["metadata"]["logprobs"] == pytest.approx(hf[k]["metadata"]["logprobs"], abs=1e-4)
+    with TinyServer(str(tiny_llama_dir), logprobs=False) as s:
+        assert _eval([*_served(s, tiny_llama_dir), *args], tmp_path / "nolp") == 0
+    results = json.loads((tmp_path / "nolp" / "results.json").read_text())
+    reasons = {t: r for suite in results["suites"].values() for t, r in suite["unavailable"].items()}
+    assert "refuses prompt log-probs" in reasons["serve_choice"] and "vt" not in reasons
+    assert {k[0] for k in _records(tmp_path / "nolp")} == {"vt"}  # the rest ran; nothing scored 0 for it

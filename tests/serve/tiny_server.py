@@ -5,7 +5,8 @@ pass, not the harness's runners), so the harness's openai backend is checked aga
 independent computation, and it can misbehave on purpose:
   - `fail`: statuses (429, 500, 503, ...) answered to the next POSTs before any real answer;
   - `max_answers`: after that many real answers the server stops listening, like a killed one;
-  - `max_requests`: a hard bound on requests handled (then 503 forever), so no test can loop.
+  - `max_requests`: a hard bound on requests handled (then 503 forever), so no test can loop;
+  - `logprobs` False: echo + logprobs requests are refused (400), as some servers do.
 Routes: GET /v1/models (id, root, max_model_len), POST /v1/completions (text or token-id prompt;
 echo + logprobs for prompt log-probs), POST /v1/chat/completions (the tokenizer's chat template,
 continue_final_message as vLLM does).
@@ -28,6 +29,7 @@ class TinyServer:
         max_answers: int | None = None,
         max_requests: int = 500,
         report_context: bool = True,
+        logprobs: bool = True,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -39,6 +41,7 @@ class TinyServer:
         self.fail = list(fail or [])
         self.max_answers, self.max_requests = max_answers, max_requests
         self.report_context = report_context
+        self.logprobs = logprobs  # False: refuse echo + logprobs, as some servers do
         self.requests: list[tuple[str, int]] = []  # (path, status) of every request handled
         self.answers = 0
         self.dead = False  # set once max_answers is reached: later requests get no answer
@@ -105,6 +108,8 @@ class TinyServer:
             if len(ids) + body["max_tokens"] > self.max_model_len:
                 return 400, {"error": {"message": "prompt too long"}}
             if body.get("echo") and body.get("logprobs"):
+                if not self.logprobs:
+                    return 400, {"error": {"message": "echo is not supported"}}
                 lp = self._prompt_logprobs(ids)
                 return 200, {"choices": [{"index": 0, "text": "", "logprobs": lp}]}
             text, n = self._generate(ids, body["max_tokens"], body.get("stop") or [])
