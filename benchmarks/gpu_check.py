@@ -57,9 +57,9 @@ def section_kernels(args, rows: list) -> None:
     vocab = 32000 if cuda and not args.small else 512
     wins = windows(L, 2, vocab)
     shape = (
-        dict(hidden=1024, layers=4, heads=8, intermediate=2816)
+        {"hidden": 1024, "layers": 4, "heads": 8, "intermediate": 2816}
         if cuda and not args.small
-        else dict(hidden=64, layers=2, heads=2, intermediate=172)
+        else {"hidden": 64, "layers": 2, "heads": 2, "intermediate": 172}
     )
     master = small_llama(vocab, **shape, max_pos=L)
     state = {k: v.detach().clone() for k, v in master.state_dict().items()}

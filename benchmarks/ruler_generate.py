@@ -159,6 +159,7 @@ def main(argv=None) -> int:
                 capture_output=True,
                 text=True,
                 env=env,
+                check=False,
             )
             if res.returncode != 0:
                 print(f"{name:<17}{format_length(length):>6} failed: {res.stderr.strip().splitlines()[-1]}")

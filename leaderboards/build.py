@@ -186,7 +186,7 @@ def load_runs(paths) -> list[dict]:
         clash = set(have["suites"]) & set(data["suites"])
         if clash:
             raise UserError(
-                f"run {name!r} has suite {sorted(clash)[0]!r} in both {have['sources'][0]} and {path}: "
+                f"run {name!r} has suite {min(clash)!r} in both {have['sources'][0]} and {path}: "
                 "pass one of them, or give the runs different names with `harness eval --name`"
             )
         have["suites"].update(data["suites"])
@@ -461,13 +461,13 @@ def _eff_cell(suite: dict, threshold: float | None) -> dict:
 def _color(t: float) -> str:
     """Sequential light→blue scale; dark text stays readable at both ends."""
     lo, hi = (247, 251, 255), (107, 174, 214)
-    return "rgb(%d,%d,%d)" % tuple(round(a + (b - a) * t) for a, b in zip(lo, hi))
+    return "rgb({},{},{})".format(*(round(a + (b - a) * t) for a, b in zip(lo, hi)))
 
 
 def _diverging(d: float, scale: float) -> str:
     t = min(1.0, abs(d) / scale) if scale > 0 else 0.0
     end = (103, 169, 207) if d > 0 else (239, 138, 98)
-    return "rgb(%d,%d,%d)" % tuple(round(255 + (b - 255) * t) for b in end)
+    return "rgb({},{},{})".format(*(round(255 + (b - 255) * t) for b in end))
 
 
 def _paint(rows: list[dict], columns: list[dict], cells_key: str, diverging: bool = False) -> None:

@@ -94,8 +94,10 @@ def _chart(
     label: str = "chart",
 ) -> Markup:
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{escape(title)}" data-chart="{escape(label)}">'
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" role="img" '
+            f'aria-label="{escape(title)}" data-chart="{escape(label)}">'
+        )
     ]
     out.append(f'<text class="chart-title" x="{x.p0:.1f}" y="16">{escape(title)}</text>')
     for v in y_ticks:

@@ -46,7 +46,7 @@ class StepLog:
         if not enabled:
             return
         self._truncate_after(start_step)
-        self._file = open(self.path, "a")
+        self._file = open(self.path, "a")  # open for the logger's lifetime, closed by close()  # noqa: SIM115
         if progress:
             from tqdm import tqdm
 

@@ -18,8 +18,12 @@ against it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harness.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
 
 MODES = ("full", "intradoc", "intradoc-reset", "anchor")
 # Interleaved chunks need a document mask to mean anything (a chunk must see its own earlier chunks

@@ -14,12 +14,18 @@ The punkt model itself is not available offline, so the rules are checked on han
 
 from __future__ import annotations
 
+import itertools
 import re
 
 # Common English abbreviations from punkt's English model (the ones that occur in essays).
-ABBREVIATIONS = frozenset(
-    ["mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "inc", "ltd", "co", "corp", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "no", "gen", "col", "lt", "sgt", "capt", "rev", "mt", "ft", "u.s", "u.k", "a.m", "p.m", "ph.d", "approx", "dept", "est", "fig", "vol"]
-)
+# fmt: off
+ABBREVIATIONS = frozenset([
+    "mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "inc", "ltd", "co", "corp",
+    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "no", "gen", "col",
+    "lt", "sgt", "capt", "rev", "mt", "ft", "u.s", "u.k", "a.m", "p.m", "ph.d", "approx", "dept", "est", "fig",
+    "vol",
+])
+# fmt: on
 
 _END = re.compile(r"""[.?!]['"’”)\]]*$""")
 _CLOSERS = "'\"’”)]"
@@ -36,9 +42,8 @@ def _is_break(word: str, nxt: str | None) -> bool:
         return False
     if len(body) == 1 and body.isalpha():  # an initial: "J. Smith"
         return False
-    if core.endswith("..") and nxt is not None and nxt[:1].islower():  # ellipsis inside a sentence
-        return False
-    return True
+    # an ellipsis inside a sentence is no break
+    return not (core.endswith("..") and nxt is not None and nxt[:1].islower())
 
 
 def sentence_starts(words: list[str]) -> list[int]:
@@ -54,4 +59,4 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of a whitespace-normalised text (for tests and callers that want strings)."""
     words = text.strip().split(" ")
     starts = sentence_starts(words) + [len(words)]
-    return [" ".join(words[a:b]) for a, b in zip(starts, starts[1:])]
+    return [" ".join(words[a:b]) for a, b in itertools.pairwise(starts)]

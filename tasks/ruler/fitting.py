@@ -169,7 +169,7 @@ class Counter:
             exact = [len(e.ids) for e in b.encode_batch(probe_lines + [_PROBE], add_special_tokens=False)]
             self._words.clear()
             return table if fast == exact else False
-        except Exception:  # an unusual tokenizer object: the tokenizer path is always right
+        except Exception:  # an unusual tokenizer object: the tokenizer path is always right  # noqa: BLE001
             return False
 
     def joined_costs(self, texts: list[str]) -> np.ndarray:

@@ -17,7 +17,12 @@ cu_seq_lens_q/k and max_length_q/k kwargs.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 NAME = "harness_varlen"
 EMULATED_NAME = "harness_varlen_cpu_emulation"
@@ -143,7 +148,7 @@ def emulated_attention(
             scale=scaling,
             enable_gqa=query.shape[1] != key.shape[1],
         )
-        for s, e in zip(bounds[:-1], bounds[1:])
+        for s, e in itertools.pairwise(bounds)
     ]
     return torch.cat(outs, dim=2).transpose(1, 2).contiguous(), None
 
