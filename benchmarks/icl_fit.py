@@ -53,6 +53,7 @@ def main() -> None:
 
     tok = tokenization.load_tokenizer(str(default_tokenizer_dir()))
     task = get_task("icl_trec_coarse")
+    assert isinstance(task, icl.ICLTask)
     calls = {"n": 0}
     real_count = icl.count_tokens
 

@@ -25,10 +25,15 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from harness.errors import TaskUnavailable, UserError
 from harness.runners.base import GenerationRequest, RunnerSettings
 from tasks.lengths import format_length
+
+if TYPE_CHECKING:
+    from harness.checkpoints import Checkpoint
+    from tasks.base import Sample, Task
 
 DEFAULT_SAMPLES = 500  # RULER's num_samples: the default per length-controlled task and length
 DATA_ENV = {
@@ -75,8 +80,8 @@ class EvalConfig:
 class WorkItem:
     """One sample to run for one checkpoint (picklable: workers receive these)."""
 
-    task: object  # tasks.base.Task
-    sample: object  # tasks.base.Sample
+    task: Task
+    sample: Sample
     prompt: str
     num_tokens: int
 
@@ -85,7 +90,7 @@ class WorkItem:
 class RunnerWork:
     """A (task, length) of a non-"generate" task: the task drives the runner itself."""
 
-    task: object
+    task: Task
     length: int
     indices: list[int]
 
@@ -94,7 +99,7 @@ class RunnerWork:
 class CheckpointJob:
     """All pending work of one checkpoint; a data-parallel worker takes whole jobs."""
 
-    ckpt: object  # harness.checkpoints.Checkpoint
+    ckpt: Checkpoint
     items: list[WorkItem]
     runner_work: list[RunnerWork]
     settings: RunnerSettings
@@ -295,7 +300,9 @@ def plan_eval(cfg: EvalConfig) -> Plan:
                 runner_work.append(RunnerWork(task, L, indices))
                 bar.update(1)
                 continue
-            cache = False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
+            cache: Path | Literal[False] | None = (
+                False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
+            )
             for s in generate_samples(task, L, indices, tokenizer, seed=cfg.seed, cache_dir=cache):
                 if cfg.chat_template:
                     prompt = _chat_prompt(tokenizer, s)
@@ -468,9 +475,8 @@ def run_job(job: CheckpointJob, position: int = 0) -> int:
             added += store.append(records)
             bar.update(len(part))
         for w in job.runner_work:
-            out = w.task.evaluate_with_runner(
-                runner, w.length, w.indices, job.seed, runner.tokenizer, progress=job.progress
-            )
+            tokenizer = runner.tokenizer  # type: ignore[attr-defined]  # until the Runner protocol declares it
+            out = w.task.evaluate_with_runner(runner, w.length, w.indices, job.seed, tokenizer, progress=job.progress)
             records = [
                 _record(
                     job,
@@ -602,7 +608,7 @@ def _report_suites(plan: Plan) -> dict:
             }
         )
         cats = suite_categories(label) or (suite_categories("longbench") if label == "longbench" else {})
-        entry = {
+        entry: dict = {
             "tasks": list(names),
             "excluded": [t for t in names if t in excluded],
             "unavailable": {t: r for t, r in plan.unavailable.items() if t in names},

@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn, cast
 
 from harness.errors import UserError
 from tasks.lengths import format_length as _format_length
@@ -116,7 +118,7 @@ def _is_stats(value) -> bool:
 def validate(data, path: Path | str) -> dict:
     """Schema checks from docs/contracts.md; a bad file is a UserError naming it."""
 
-    def bad(what: str):
+    def bad(what: str) -> NoReturn:
         raise UserError(
             f"{path}: {what}; it does not follow the results.json schema (re-create it with `harness eval`)"
         )
@@ -162,7 +164,7 @@ def validate(data, path: Path | str) -> dict:
     return data
 
 
-def _length_key(key, bad) -> int:
+def _length_key(key, bad: Callable[[str], NoReturn]) -> int:
     try:
         return int(key)
     except (TypeError, ValueError):
@@ -372,7 +374,7 @@ def _cell(run: dict, suite_name: str, col: dict, threshold: float | None) -> dic
     key = col["key"]
     covered, total = _covered(suite)
     if key == "tasks":
-        cell = {"value": covered, "total": total, "text": f"{covered}/{total}", "reason": None}
+        cell: dict = {"value": covered, "total": total, "text": f"{covered}/{total}", "reason": None}
         missing = [t for t in suite["tasks"] if t not in suite["evaluated"]]
         cell["title"] = f"{covered} of {total} tasks scored" + (
             "".join(f"\n• {_task_reason(suite, t)}" for t in missing)
@@ -569,7 +571,7 @@ def build(
     rank = lambda s: next((i for i, p in enumerate(SUITE_ORDER) if s == p or s.startswith(p + "-")), len(SUITE_ORDER))
     suite_names = sorted(present, key=lambda s: (rank(s), s))
     columns = [c for s in suite_names for c in _suite_columns(s, [r["suites"][s] for r in runs if s in r["suites"]])]
-    groups = []
+    groups: list[dict] = []
     for c in columns:
         if groups and groups[-1]["suite"] == c["suite"] and groups[-1]["label"] == c["group"]:
             groups[-1]["span"] += 1
@@ -613,13 +615,16 @@ def build(
         _paint(rows, columns, "delta", diverging=True)
 
     thresholds = sorted(
-        {
-            (s["summary"].get("effective_length") or {}).get("threshold")
-            for r in runs
-            for n, s in r["suites"].items()
-            if is_ruler(n)
-        }
-        - {None}
+        cast(
+            "set[float]",
+            {
+                (s["summary"].get("effective_length") or {}).get("threshold")
+                for r in runs
+                for n, s in r["suites"].items()
+                if is_ruler(n)
+            }
+            - {None},
+        )
     )
     return {
         "schema_version": 1,
@@ -644,7 +649,7 @@ def build(
     }
 
 
-def _delta_cell(row: dict, base: dict, col: dict, baseline: str) -> dict:
+def _delta_cell(row: dict, base: dict, col: dict, baseline: str | None) -> dict:
     a, b = row["cells"][col["id"]], base["cells"][col["id"]]
     if col["key"] == "tasks":
         return {**a, "title": a.get("title", "") + f"\nbaseline {baseline}: {b['text']}"}
@@ -770,7 +775,7 @@ def _series(runs: list[dict]) -> dict:
         ]
         if pts:
             by_length.append({"run": r["run"]["name"], "points": pts})
-        lines = []
+        lines: list[dict] = []
         steps_all: Counter = Counter()
         for L, s in sorted(suite["per_length"].items(), key=lambda kv: int(kv[0])):
             raw = s.get("per_step") or {}

@@ -18,7 +18,7 @@ against it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from harness.errors import UserError
 
@@ -79,7 +79,7 @@ class Batch:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(self.input_ids.shape)
+        return cast("tuple[int, int]", tuple(self.input_ids.shape))
 
 
 def build_batch(windows: list, mode: str) -> Batch:

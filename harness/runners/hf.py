@@ -13,6 +13,8 @@ stop strings cut the decoded text afterwards, which gives the same text as stopp
 
 from __future__ import annotations
 
+from typing import cast
+
 from harness.errors import UserError
 from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
 from harness.runners.common import (
@@ -72,7 +74,7 @@ class HFRunner:
         try:
             self.model = AutoModelForCausalLM.from_pretrained(
                 model_path, config=config, dtype=dtype, attn_implementation="sdpa"
-            ).to(self.device)
+            ).to(self.device)  # type: ignore[arg-type]  # functools.wraps on .to hides the bound self
         finally:
             hf_logging.enable_progress_bar()
         self.model.eval()
@@ -123,7 +125,7 @@ class HFRunner:
                 toks = new[row][: requests[i].max_new_tokens]
                 if self.eos_id in toks:
                     toks = toks[: toks.index(self.eos_id)]
-                text = self.tokenizer.decode(toks, skip_special_tokens=True)
+                text = cast(str, self.tokenizer.decode(toks, skip_special_tokens=True))  # one sequence: one str
                 out[i] = cut_at_stop(text, requests[i].stop)
         return out  # type: ignore[return-value]
 

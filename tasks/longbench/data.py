@@ -37,7 +37,7 @@ def set_data_dir(path: str | os.PathLike | None) -> None:
             f"LongBench folder {path} does not exist: pass a folder holding the reference's <task>.jsonl files"
         )
     _data_dir = Path(path) if path is not None else None
-    load_records.cache_clear()
+    _load.cache_clear()
 
 
 def data_dir() -> Path | None:
