@@ -62,7 +62,7 @@ def build_model(size: str, vocab: int, max_len: int, device):
         num_attention_heads=heads,
         num_key_value_heads=kv,
         max_position_embeddings=max(4096, max_len),
-        rope_theta=10000.0,
+        rope_theta=10000.0,  # type: ignore[call-arg]  # legacy kwarg, still accepted; not in 5.x's signature
         tie_word_embeddings=False,
     )
     torch.manual_seed(0)
@@ -97,7 +97,7 @@ def main(argv=None) -> int:
     seq_len = args.seq_len or (4096 if cuda else 512)
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
     size = args.size
-    total = torch.cuda.get_device_properties(0).total_memory if cuda else None
+    total = torch.cuda.get_device_properties(0).total_memory if cuda else 0  # read only on CUDA
     if size == "auto":
         if not cuda:
             size = "small"

@@ -32,7 +32,7 @@ def bare_loop(model_path: str, prompts: list[str], max_new: int, batch_size: int
     tok.padding_side = "left"
     device = "cuda" if torch.cuda.is_available() else "cpu"
     kw = {} if dtype == "auto" else {"dtype": getattr(torch, dtype)}
-    model = AutoModelForCausalLM.from_pretrained(model_path, attn_implementation="sdpa", **kw).to(device).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_path, attn_implementation="sdpa", **kw).to(device).eval()  # type: ignore[arg-type]  # functools.wraps on .to hides the bound self
     outs = []
     for i in range(0, len(prompts), batch_size):
         enc = tok(prompts[i : i + batch_size], return_tensors="pt", padding=True).to(device)

@@ -30,7 +30,12 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp())
     rng = random.Random(0)
-    words = ["what", "is", "the", "name", "of", "city", "river", "who", "wrote", "book", "how", "many", "people", "live", "in", "country", "when", "did", "war", "start"]
+    # fmt: off
+    words = [
+        "what", "is", "the", "name", "of", "city", "river", "who", "wrote", "book",
+        "how", "many", "people", "live", "in", "country", "when", "did", "war", "start",
+    ]
+    # fmt: on
     d = tmp / "trec_coarse"
     d.mkdir()
     for split, n in (("train", 5000), ("test", 50)):
@@ -48,6 +53,7 @@ def main() -> None:
 
     tok = tokenization.load_tokenizer(str(default_tokenizer_dir()))
     task = get_task("icl_trec_coarse")
+    assert isinstance(task, icl.ICLTask)
     calls = {"n": 0}
     real_count = icl.count_tokens
 
@@ -79,8 +85,8 @@ def main() -> None:
     for length in [int(x) for x in args.lengths.split(",")]:
         res = {}
         for name, fn in (
-            ("guided", lambda i: task.sample(length, i, 42, tok).metadata["demos_used"]),
-            ("bisection", lambda i: blind(length, i)),
+            ("guided", lambda i, length=length: task.sample(length, i, 42, tok).metadata["demos_used"]),
+            ("bisection", lambda i, length=length: blind(length, i)),
         ):
             calls["n"] = 0
             t0 = time.perf_counter()

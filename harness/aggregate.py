@@ -103,7 +103,7 @@ def checkpoint_labels(ckpts: list[dict]) -> dict[str, str]:
     """fingerprint -> the label per_step uses: the step, else the path, else path@fingerprint."""
     labels = {c["fingerprint"]: str(c["step"]) if c.get("step") is not None else c["path"] for c in ckpts}
     for fallback in (lambda c: c["path"], lambda c: f"{c['path']}@{c['fingerprint'][:8]}"):
-        counts = defaultdict(int)
+        counts: defaultdict[str, int] = defaultdict(int)
         for v in labels.values():
             counts[v] += 1
         for c in ckpts:
@@ -275,7 +275,7 @@ def _aggregate_suite(
     summary["lengths_covered"] = len(suite_len)
     summary["lengths_total"] = len(lengths)
 
-    out = {
+    out: dict = {
         "tasks": tasks,
         "evaluated": evaluated,
         "excluded": excluded,

@@ -92,7 +92,9 @@ class Checkpoint:
 
 def _split_spec(spec: str) -> list[str]:
     """Comma-split outside <...> (a range never holds a comma, but be exact about it)."""
-    items, depth, cur = [], 0, []
+    items: list[str] = []
+    depth = 0
+    cur: list[str] = []
     for ch in spec:
         if ch == "<":
             depth += 1

@@ -141,7 +141,7 @@ def build_tiny_llama(
         num_attention_heads=num_heads,
         num_key_value_heads=num_kv_heads or num_heads,
         max_position_embeddings=max_position_embeddings,
-        rope_theta=rope_theta,
+        rope_theta=rope_theta,  # type: ignore[call-arg]  # legacy kwarg, still accepted; not in 5.x's signature
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,

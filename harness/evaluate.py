@@ -702,7 +702,7 @@ def _report_suites(plan: Plan) -> dict:
             }
         )
         cats = suite_categories(label) or (suite_categories("longbench") if label == "longbench" else {})
-        entry = {
+        entry: dict = {
             "tasks": list(names),
             "excluded": [t for t in names if t in excluded],
             "unavailable": {t: r for t, r in plan.unavailable.items() if t in names},

@@ -30,7 +30,9 @@ def git_hash() -> str | None:
     if not (root / ".git").exists():
         return None
     try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=False
+        )
         if head.returncode != 0:
             return None
         dirty = subprocess.run(
@@ -38,6 +40,7 @@ def git_hash() -> str | None:
             capture_output=True,
             text=True,
             timeout=10,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):  # no git binary, or a hung filesystem
         return None

@@ -109,7 +109,7 @@ def _split_complete(data: bytes) -> tuple[bytes, bytes]:
 
 def _read_from(fd: int, pos: int) -> bytes:
     os.lseek(fd, pos, os.SEEK_SET)
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, 1 << 24)
         if not chunk:

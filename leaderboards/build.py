@@ -15,6 +15,7 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
+from typing import cast
 
 from harness.errors import UserError
 from leaderboards.intervals import cell_interval, delta_interval, heatmaps
@@ -147,7 +148,7 @@ def load_runs(paths) -> list[dict]:
         clash = set(have["suites"]) & set(data["suites"])
         if clash:
             raise UserError(
-                f"run {name!r} has suite {sorted(clash)[0]!r} in both {have['sources'][0]} and {path}: "
+                f"run {name!r} has suite {min(clash)!r} in both {have['sources'][0]} and {path}: "
                 "pass one of them, or give the runs different names with `harness eval --name`"
             )
         have["suites"].update(data["suites"])
@@ -336,7 +337,7 @@ def _cell(run: dict, suite_name: str, col: dict, threshold: float | None) -> dic
     key = col["key"]
     covered, total = _covered(suite)
     if key == "tasks":
-        cell = {"value": covered, "total": total, "text": f"{covered}/{total}", "reason": None}
+        cell: dict = {"value": covered, "total": total, "text": f"{covered}/{total}", "reason": None}
         missing = [t for t in suite["tasks"] if t not in suite["evaluated"]]
         cell["title"] = f"{covered} of {total} tasks scored" + (
             "".join(f"\n• {_task_reason(suite, t)}" for t in missing)
@@ -425,13 +426,13 @@ def _eff_cell(suite: dict, threshold: float | None) -> dict:
 def _color(t: float) -> str:
     """Sequential light→blue scale; dark text stays readable at both ends."""
     lo, hi = (247, 251, 255), (107, 174, 214)
-    return "rgb(%d,%d,%d)" % tuple(round(a + (b - a) * t) for a, b in zip(lo, hi))
+    return "rgb({},{},{})".format(*(round(a + (b - a) * t) for a, b in zip(lo, hi)))
 
 
 def _diverging(d: float, scale: float) -> str:
     t = min(1.0, abs(d) / scale) if scale > 0 else 0.0
     end = (103, 169, 207) if d > 0 else (239, 138, 98)
-    return "rgb(%d,%d,%d)" % tuple(round(255 + (b - 255) * t) for b in end)
+    return "rgb({},{},{})".format(*(round(255 + (b - 255) * t) for b in end))
 
 
 def _paint(rows: list[dict], columns: list[dict], cells_key: str, diverging: bool = False) -> None:
@@ -532,7 +533,7 @@ def build(
     present = {s for r in runs for s in r["suites"]}
     suite_names = sorted(present, key=suite_rank)
     columns = [c for s in suite_names for c in _suite_columns(s, [r["suites"][s] for r in runs if s in r["suites"]])]
-    groups = []
+    groups: list[dict] = []
     for c in columns:
         if groups and groups[-1]["suite"] == c["suite"] and groups[-1]["label"] == c["group"]:
             groups[-1]["span"] += 1
@@ -586,13 +587,16 @@ def build(
         _paint(rows, columns, "delta", diverging=True)
 
     thresholds = sorted(
-        {
-            (s["summary"].get("effective_length") or {}).get("threshold")
-            for r in runs
-            for n, s in r["suites"].items()
-            if is_ruler(n)
-        }
-        - {None}
+        cast(
+            "set[float]",
+            {
+                (s["summary"].get("effective_length") or {}).get("threshold")
+                for r in runs
+                for n, s in r["suites"].items()
+                if is_ruler(n)
+            }
+            - {None},
+        )
     )
     return {
         "schema_version": 1,
@@ -762,7 +766,7 @@ def _series(runs: list[dict]) -> dict:
         ]
         if pts:
             by_length.append({"run": r["run"]["name"], "points": pts})
-        lines = []
+        lines: list[dict] = []
         steps_all: Counter = Counter()
         for L, s in sorted(suite["per_length"].items(), key=lambda kv: int(kv[0])):
             raw = s.get("per_step") or {}

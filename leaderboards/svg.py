@@ -94,8 +94,10 @@ def _chart(
     label: str = "chart",
 ) -> Markup:
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{escape(title)}" data-chart="{escape(label)}">'
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" role="img" '
+            f'aria-label="{escape(title)}" data-chart="{escape(label)}">'
+        )
     ]
     out.append(f'<text class="chart-title" x="{x.p0:.1f}" y="16">{escape(title)}</text>')
     for v in y_ticks:
@@ -297,9 +299,11 @@ def depth_heatmap(hm: dict, cell_w: int = 58, cell_h: int = 22) -> Markup:
     values = [c["mean"] for L in lengths for c in hm["cells"][str(L)] if c is not None]
     scale = max([abs(v) for v in values] + [1e-9]) if delta else 100.0
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart heatmap" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" '
-        f'data-chart="heatmap" data-kind="{escape(hm["kind"])}" data-run="{escape(hm["run"])}">'
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="chart heatmap" viewBox="0 0 {width} {height}" '
+            f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" '
+            f'data-chart="heatmap" data-kind="{escape(hm["kind"])}" data-run="{escape(hm["run"])}">'
+        )
     ]
     out.append(f'<text class="chart-title" x="4" y="16">{escape(who)}</text>')
     out.append(f'<text class="axis-title" x="4" y="31">{escape(what)}</text>')

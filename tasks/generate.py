@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Literal
 
 from tasks.base import Sample, Task
 from tasks.tokenization import tokenizer_fingerprint
@@ -71,7 +72,7 @@ def generate_samples(
     indices: list[int] | range,
     tokenizer,
     seed: int = DEFAULT_SEED,
-    cache_dir: Path | None = None,
+    cache_dir: Path | Literal[False] | None = None,
     progress=None,
 ) -> list[Sample]:
     """Samples `indices` of `task` at `length`, from the cache where present.

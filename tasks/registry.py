@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import TypeVar
 
 from harness.errors import UserError
 from tasks.base import Task
+
+T = TypeVar("T", bound=Task)
 
 _TASKS: dict[str, type[Task]] = {}
 _SUITES: dict[str, list[str]] = {}
@@ -23,7 +26,7 @@ _FAMILY_MODULES = ["tasks.ruler", "tasks.longbench", "tasks.icl", "tasks.short",
 _loaded = False
 
 
-def register_task(cls: type[Task]) -> type[Task]:
+def register_task(cls: type[T]) -> type[T]:
     """Class decorator: make a task reachable by name."""
     assert cls.name not in _TASKS or _TASKS[cls.name] is cls, f"task {cls.name} registered twice"
     _TASKS[cls.name] = cls

@@ -132,7 +132,7 @@ def _records_hub(name: str) -> Iterator[dict]:
     name, _, split = name.partition("@")
     try:
         yield from datasets.load_dataset(name, split=split or "train", streaming=True)
-    except Exception as exc:  # datasets raises many types for "not reachable / not found"
+    except Exception as exc:  # datasets raises many types for "not reachable / not found"  # noqa: BLE001
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise UserError(
             f"cannot load hub dataset {name!r} ({first}); pass a local .jsonl/.parquet file or directory"

@@ -20,7 +20,7 @@ LOG_NAME = "log.jsonl"
 
 def read_log(path: str | Path) -> list[dict]:
     """Rows of a log; a torn last line (killed writer) is skipped."""
-    rows = []
+    rows: list[dict] = []
     path = Path(path)
     if not path.exists():
         return rows

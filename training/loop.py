@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 from harness.errors import UserError
 from training.config import TrainJob
@@ -78,8 +79,6 @@ def loss_sum(logits, targets):
 def _resolve_kernel(kernel: str, device, sp_size: int = 1) -> str:
     """auto: varlen on CUDA (flex under sequence parallelism, whose shards need the window layout), sdpa-doc on CPU."""
     if kernel == "auto":
-        import sys
-
         from training.attention import backend_of
 
         picked = "sdpa-doc" if device.type != "cuda" else ("flex" if sp_size > 1 else "varlen")
@@ -97,7 +96,11 @@ def parse_mixture(spec: str, seed: int):
     """
     from training.mixture import DEFAULT_LONG_THRESHOLD, DEFAULT_LONG_WEIGHT, MixtureConfig, parse_shares
 
-    opts = {"tokens": None, "long_threshold": DEFAULT_LONG_THRESHOLD, "long_weight": DEFAULT_LONG_WEIGHT}
+    opts: dict[str, Any] = {
+        "tokens": None,
+        "long_threshold": DEFAULT_LONG_THRESHOLD,
+        "long_weight": DEFAULT_LONG_WEIGHT,
+    }
     shares, source_field = [], None
     for part in filter(None, (p.strip() for p in spec.split(","))):
         key, _, value = part.partition("=")
@@ -227,13 +230,16 @@ def make_optimizer(model, job: TrainJob):
     import torch
 
     o = job.optimizer
-    decay, no_decay = [], []
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for p in model.parameters():
         if p.requires_grad:
             (decay if p.ndim >= 2 else no_decay).append(p)
     groups = [{"params": decay, "weight_decay": o.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     # foreach=False: one kernel per tensor, identical on one process and on FSDP shards.
-    return torch.optim.AdamW(groups, lr=o.lr, betas=tuple(o.betas), eps=o.eps, foreach=False)
+    return torch.optim.AdamW(
+        groups, lr=o.lr, betas=cast("tuple[float, float]", tuple(o.betas)), eps=o.eps, foreach=False
+    )
 
 
 def make_scheduler(optimizer, job: TrainJob):

@@ -18,8 +18,12 @@ against it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from harness.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
 
 MODES = ("full", "intradoc", "intradoc-reset", "anchor")
 # Interleaved chunks need a document mask to mean anything (a chunk must see its own earlier chunks
@@ -75,7 +79,7 @@ class Batch:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(self.input_ids.shape)
+        return cast("tuple[int, int]", tuple(self.input_ids.shape))
 
 
 def build_batch(windows: list, mode: str) -> Batch:

@@ -24,6 +24,7 @@ Run: ``python -m training.packing`` packs the generated corpus and prints a summ
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -157,7 +158,7 @@ def _chunks(n: int, k: int, rng: random.Random) -> list[tuple[int, int]]:
     k = min(k, n)
     cuts = sorted(rng.sample(range(1, n), k - 1)) if k > 1 else []
     bounds = [0, *cuts, n]
-    return list(zip(bounds[:-1], bounds[1:]))
+    return list(itertools.pairwise(bounds))
 
 
 def _build(pieces: list[_Piece], anchor_id: int, interleave_chunks: int | None, rng: random.Random) -> PackedWindow:

@@ -40,8 +40,8 @@ def _int_list(text: str, flag: str, minimum: int) -> tuple[int, ...]:
     out: set[int] = set()
     for item in text.split(","):
         if "-" in item:
-            lo, _, hi = item.partition("-")
-            lo, hi = one(lo), one(hi)
+            lo_text, _, hi_text = item.partition("-")
+            lo, hi = one(lo_text), one(hi_text)
             if lo < 1 or lo > hi:
                 raise UserError(f"bad {flag} range {item!r}: write the smaller positive end first, e.g. 64-8192")
             value = lo

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Literal
 
 HELP = "generate task samples (JSONL per task and length) for a tokenizer"
 
@@ -66,7 +67,9 @@ def run(args) -> int:
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file: pass a directory (it is created if missing)")
     # 'none' disables the cache, as in `harness eval` (never a directory called "none")
-    cache_dir = False if args.cache_dir == "none" else (Path(args.cache_dir) if args.cache_dir else None)
+    cache_dir: Path | Literal[False] | None = (
+        False if args.cache_dir == "none" else (Path(args.cache_dir) if args.cache_dir else None)
+    )
 
     unavailable: dict[str, str] = {}
     failed: list[str] = []

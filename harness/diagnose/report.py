@@ -143,10 +143,12 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 def _html(result: dict, images: list[Path]) -> str:
     runs = result["runs"]
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>RoPE precision diagnostic</title><style>"
-        "body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;margin:1em 0;"
-        "font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#eee}"
-        "img{max-width:100%}code{background:#f4f4f4}</style></head><body>",
+        (
+            "<!doctype html><html><head><meta charset='utf-8'><title>RoPE precision diagnostic</title><style>"
+            "body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;margin:1em 0;"
+            "font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#eee}"
+            "img{max-width:100%}code{background:#f4f4f4}</style></head><body>"
+        ),
         "<h1>RoPE precision diagnostic</h1>",
         f"<p>Definitions from {html.escape(result['paper'])}:</p><ul>",
         *(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in result["definitions"].items()),

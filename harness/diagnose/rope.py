@@ -48,6 +48,7 @@ Legend: q_HLD = H heads × L positions × head dim D; cols_HL = per-head column 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from harness.diagnose.capture import (
     attention_layers,
@@ -68,6 +69,9 @@ from harness.diagnose.precision import (
     torch_dtype,
 )
 from harness.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
 
 # Figure 1 (left): Δ1 values with Δ2 = 16 fixed.
 DEFAULT_SHIFTS = (0, 2, 4, 6, 8, 10, 12, 14, 15, 17, 18, 20, 22, 50, 100, 200, 500, 1000, 2000)
@@ -121,8 +125,8 @@ class Settings:
 
 @dataclass
 class LayerDiff:
-    cols_HL: object  # Σ_i |P1_ij − P2_ij| per head and key position j (float64)
-    logit_first_H: object  # Σ_i |A1_i1 − A2_i1| per head (float64)
+    cols_HL: torch.Tensor  # Σ_i |P1_ij − P2_ij| per head and key position j (float64)
+    logit_first_H: torch.Tensor  # Σ_i |A1_i1 − A2_i1| per head (float64)
 
     def head_d(self):
         """Eq. 4 restricted to this layer, per head."""
@@ -402,7 +406,7 @@ def _sources(
     inv_freq, attention_scaling = rotary.inv_freq, rotary.attention_scaling
     cache: dict = {}
 
-    def cos_sin(shift, angles, length):
+    def cos_sin(shift, angles, length) -> tuple[torch.Tensor, torch.Tensor]:
         key = (shift, angles)
         if key not in cache:
             positions = torch.arange(shift, shift + length, device=device)
@@ -480,7 +484,7 @@ def _summarise(per_sample, settings, configs, model_dtype, product, num_layers, 
             "std": ls,
         }
     if settings.sources:
-        src = {"shifts": list(settings.shifts), "precisions": {n: p.__dict__ for n, p in configs.items()}}
+        src: dict = {"shifts": list(settings.shifts), "precisions": {n: p.__dict__ for n, p in configs.items()}}
         for name in configs:
             src[name] = _stats([s.sources[name] for s in per_sample])[0]
         src["interaction"] = [a - sum(src[s][i] for s in SOURCES) for i, a in enumerate(src["all_low"])]

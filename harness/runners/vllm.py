@@ -15,6 +15,7 @@ both runners see and return exactly the same tokens and text.
 from __future__ import annotations
 
 import os
+from typing import cast
 
 from harness.errors import UserError
 from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
@@ -124,7 +125,7 @@ class VLLMRunner:
             toks = list(o.outputs[0].token_ids)
             if self.eos_id in toks:
                 toks = toks[: toks.index(self.eos_id)]
-            texts.append(cut_at_stop(self.tokenizer.decode(toks, skip_special_tokens=True), r.stop))
+            texts.append(cut_at_stop(cast(str, self.tokenizer.decode(toks, skip_special_tokens=True)), r.stop))
         return texts
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[tuple[float, bool]]:

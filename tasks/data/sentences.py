@@ -14,6 +14,7 @@ The punkt model itself is not available offline, so the rules are checked on han
 
 from __future__ import annotations
 
+import itertools
 import re
 
 # Common English abbreviations from punkt's English model (the ones that occur in essays).
@@ -84,9 +85,8 @@ def _is_break(word: str, nxt: str | None) -> bool:
         return False
     if len(body) == 1 and body.isalpha():  # an initial: "J. Smith"
         return False
-    if core.endswith("..") and nxt is not None and nxt[:1].islower():  # ellipsis inside a sentence
-        return False
-    return True
+    # an ellipsis inside a sentence is no break
+    return not (core.endswith("..") and nxt is not None and nxt[:1].islower())
 
 
 def sentence_starts(words: list[str]) -> list[int]:
@@ -102,4 +102,4 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of a whitespace-normalised text (for tests and callers that want strings)."""
     words = text.strip().split(" ")
     starts = sentence_starts(words) + [len(words)]
-    return [" ".join(words[a:b]) for a, b in zip(starts, starts[1:])]
+    return [" ".join(words[a:b]) for a, b in itertools.pairwise(starts)]

@@ -102,7 +102,7 @@ def _load(name: str, folder: str | None) -> ICLData:
     else:
         try:
             train, test, labels = _hub(name)
-        except Exception as exc:
+        except Exception as exc:  # any hub failure becomes one TaskUnavailable line  # noqa: BLE001
             msg = str(exc).splitlines()[0][:150] if str(exc) else type(exc).__name__
             raise TaskUnavailable(
                 f"ICL data for {name} could not be loaded from the hub ({msg}): set {ENV_VAR}=DIR"

@@ -34,8 +34,8 @@ from tasks.ruler.fwe import FweTask
 from tasks.ruler.qa import Qa1, Qa2
 from tasks.ruler.vt import VtTask
 
-for _cls in (VtTask, CweTask, FweTask, Qa1, Qa2):
-    register_task(_cls)
+for _other in (VtTask, CweTask, FweTask, Qa1, Qa2):
+    register_task(_other)
 
 register_suite(
     "ruler", RULER_TASKS, help="RULER: 13 synthetic long-context tasks (NVIDIA/RULER)", label="RULER", order=0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -104,7 +104,7 @@ class Counter:
                 # one pass of the pattern over all the fast texts, \x1c-separated
                 split = _BYTELEVEL_JOINED.findall(_SEP.join([texts[i] for i in fast]))
                 words = self._words
-                new = [w for w in set(split) if w not in words]
+                new: list[str] | set[str] = [w for w in set(split) if w not in words]
                 if new:
                     if len(words) > 1_000_000:  # bound memory; recomputed on demand
                         words.clear()
@@ -122,7 +122,7 @@ class Counter:
             encs = self.backend.encode_batch([texts[i] for i in slow], add_special_tokens=False)
             for i, enc in zip(slow, encs):
                 out[i] = len(enc.ids)
-        return out
+        return cast("list[int]", out)  # every index was filled, fast or slow
 
     def _needs_tokenizer(self, text: str) -> bool:
         """Whether an ASCII text holds a separator \\x1c-\\x1f or an added token's text."""
@@ -169,7 +169,7 @@ class Counter:
             exact = [len(e.ids) for e in b.encode_batch(probe_lines + [_PROBE], add_special_tokens=False)]
             self._words.clear()
             return table if fast == exact else False
-        except Exception:  # an unusual tokenizer object: the tokenizer path is always right
+        except Exception:  # an unusual tokenizer object: the tokenizer path is always right  # noqa: BLE001
             return False
 
     def joined_costs(self, texts: list[str]) -> np.ndarray:

@@ -99,7 +99,7 @@ class EssayCosts:
         self.counter, self.words = counter, words
         self.W = len(words)
         self.cum = np.zeros(1, dtype=np.int64)  # cum[k] for k <= covered words
-        self.path = None
+        self.path: Path | None = None
         cache = os.environ.get("HARNESS_CACHE", str(Path.home() / ".cache" / "longctx-harness"))
         if cache:  # persisted per (tokenizer, corpus) so a new process starts warm
             tok = hashlib.sha256(counter.backend.to_str().encode()).hexdigest()[:16]
@@ -130,6 +130,7 @@ class EssayCosts:
             self._save()
 
     def _save(self) -> None:
+        assert self.path is not None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(f"{self.path.stem}.{os.getpid()}.tmp.npy")
@@ -201,7 +202,7 @@ class NiahPlan:
             self._blocks = 0
             self.distractors: list[str] = []
             self._dcum = np.zeros(1, dtype=np.int64)
-            self._dbase = None
+            self._dbase: int | None = None
 
     # -- rendering ---------------------------------------------------------------------------
     def _line_positions(self, n: int) -> list[int]:
@@ -225,6 +226,7 @@ class NiahPlan:
             starts = [c * W + s for c in range(reps) for s in starts]
         starts = starts[: int(np.searchsorted(starts, n, side="left"))] + [n]
         num_sents = len(starts) - 1
+        assert self.depths is not None  # set for essay haystacks, the only ones with an essay
         pos = [0] + sorted(int(num_sents * (d / 100)) for d in self.depths) + [num_sents]
         return words, starts, pos
 

@@ -73,7 +73,7 @@ def _rows(env: str, files: list[str], hub: tuple[str, str | None], what: str) ->
         from datasets import load_dataset
 
         return [[dict(r) for r in load_dataset(hub[0], hub[1], split=f.removesuffix(".jsonl"))] for f in files]
-    except Exception as exc:
+    except Exception as exc:  # any hub failure becomes one TaskUnavailable line  # noqa: BLE001
         raise TaskUnavailable(
             f"{what} could not be loaded from the hub ({str(exc).splitlines()[0][:150] if str(exc) else type(exc).__name__}): "
             f"set {env}=DIR with {', '.join(files)}"

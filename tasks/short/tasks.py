@@ -34,6 +34,7 @@ class _LmEvalTask(Task):
 
     def _check_indices(self, indices: list[int]) -> None:
         n = self.num_samples_available(0)
+        assert n is not None  # lm-eval tasks always have a fixed sample count
         bad = [i for i in indices if not 0 <= i < n]
         if bad:
             raise UserError(f"{self.name} has {n} samples, index {bad[0]} asked: pass --samples {n} or fewer")

@@ -49,6 +49,7 @@ def demo_run(tmp_path_factory, reduced):
         capture_output=True,
         text=True,
         timeout=900,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc.stdout
@@ -126,7 +127,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
 
 def test_demo_help_lists_scale_up_flags():
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", "demo", "--help"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "harness", "demo", "--help"], capture_output=True, text=True, timeout=120, check=False
     )
     assert proc.returncode == 0
     for flag in ("--model", "--window", "--steps", "--lengths", "--tasks", "--save-every", "--keep-last", "--data"):

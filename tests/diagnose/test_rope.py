@@ -97,7 +97,7 @@ def test_model_metrics_match_brute_force(fp64_model, bf16_model, dtype, angles):
     for s, tokens in enumerate(samples):
         ids = torch.tensor([tokens])
         for i, shift in enumerate((0, 300)):
-            d, per_token, _ = model_metrics(model, ids, shift, 16, torch_dtype, fp64_angles=angles == "fp64")
+            d, _per_token, _ = model_metrics(model, ids, shift, 16, torch_dtype, fp64_angles=angles == "fp64")
             assert run["D"]["per_sample"][s][i] == pytest.approx(d, rel=1e-6, abs=1e-14)
     # per-token (Δ1 = 0) and D_logit are means over samples
     refs = [model_metrics(model, torch.tensor([t]), 0, 16, torch_dtype, fp64_angles=angles == "fp64") for t in samples]
@@ -174,8 +174,8 @@ def test_captured_qk_are_what_the_emulation_predicts(bf16_model):
     low = low_precision("bf16")
     cos, sin = rope_cos_sin(torch.arange(7, 7 + L), rotary.inv_freq, rotary.attention_scaling, low.angles)
     assert sorted(post) == sorted(pre) == [0, 1]
-    for layer in post:
-        for got, raw in zip(post[layer], pre[layer]):
+    for layer, outs in post.items():
+        for got, raw in zip(outs, pre[layer]):
             assert torch.equal(apply_rope(raw[0].double(), cos, sin, low.rotated), got[0].double())
     assert bf16_model.config._attn_implementation == "eager"  # restored after the context
 

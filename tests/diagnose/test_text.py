@@ -16,7 +16,7 @@ def test_essays_give_disjoint_windows_with_bos(bpe_tokenizer):
     samples = token_samples(bpe_tokenizer, "essays", num_samples=4, length=300)
     assert [len(s) for s in samples] == [300] * 4
     assert all(s[0] == bpe_tokenizer.bos_token_id for s in samples)
-    first_essay = sorted(essays_dir().glob("*.txt"))[0].read_text(encoding="utf-8")
+    first_essay = min(essays_dir().glob("*.txt")).read_text(encoding="utf-8")
     expected = bpe_tokenizer(first_essay, add_special_tokens=False)["input_ids"][: 299 * 2]
     assert samples[0][1:] + samples[1][1:] == expected
 

@@ -161,7 +161,7 @@ def test_concurrent_appends_lose_and_duplicate_nothing(tmp_path):
     for p in procs:
         p.join(60)
         assert p.exitcode == 0
-    header, records = read_store(path)
+    _header, records = read_store(path)
     indices = [r["index"] for r in records]
     assert sorted(indices) == list(range(40 * (num_workers - 1) + 120))  # every key exactly once
     assert sum(1 for line in lines(tmp_path / "samples.jsonl") if '"type": "header"' in line) == 1

@@ -148,7 +148,7 @@ def test_more_samples_extend_store_and_fewer_report_subset(ckpt_series, tmp_path
     )
     res = json.loads((out / "results.json").read_text())
     cell = res["suites"]["custom"]["per_task"]["toy_words"]["1024"]
-    rec = [json.loads(x) for x in second[1:] if json.loads(x)["index"] == 0][0]
+    rec = next(json.loads(x) for x in second[1:] if json.loads(x)["index"] == 0)
     assert cell["mean"] == pytest.approx(100 * rec["score"]) and cell["num_samples"] == 1
 
 

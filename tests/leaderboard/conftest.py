@@ -12,6 +12,9 @@ import statistics
 
 import pytest
 
+# Schema-2 runs with per-sample blocks (paired differences, heatmaps), shared as fixtures.
+from .paired_fixtures import paired_board, paired_dir, paired_site  # noqa: F401
+
 RULER_TASKS = [
     "niah_single_1",
     "niah_single_2",

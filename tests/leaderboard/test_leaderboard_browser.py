@@ -219,9 +219,6 @@ def test_screenshot_is_not_blank(driver, site, width):
     assert first_score.location["x"] + first_score.size["width"] <= width
 
 
-from .paired_fixtures import paired_dir, paired_site  # noqa: E402,F401  (schema-2 runs with samples)
-
-
 def test_intervals_significance_and_heatmaps_render(driver, paired_site):
     _open(driver, paired_site)
     assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []

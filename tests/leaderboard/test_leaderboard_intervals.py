@@ -10,7 +10,7 @@ import pytest
 
 from leaderboards.svg import depth_heatmap, heat_color
 
-from .paired_fixtures import LENGTHS, N, depths, paired_board, paired_dir, paired_scores  # noqa: F401
+from .paired_fixtures import LENGTHS, N, depths, paired_scores
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 

@@ -17,7 +17,7 @@ from .conftest import XSS
 class _Doc(HTMLParser):
     """Flat list of elements: tag, attrs, text inside (all descendants)."""
 
-    VOID = {"meta", "link", "input", "br", "img", "hr"}
+    VOID = frozenset({"meta", "link", "input", "br", "img", "hr"})
 
     def __init__(self, html):
         super().__init__(convert_charrefs=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import xml.etree.ElementTree as ET
@@ -32,7 +33,7 @@ def test_nice_ticks_cover_range_with_round_steps():
         lo = rng.uniform(0, 90)
         hi = lo + rng.uniform(0.5, 50)
         ticks = nice_ticks(lo, hi)
-        steps = {round(b - a, 9) for a, b in zip(ticks, ticks[1:])}
+        steps = {round(b - a, 9) for a, b in itertools.pairwise(ticks)}
         assert len(steps) <= 1 and all(lo - 1e-9 <= t <= hi + 1e-9 for t in ticks) and len(ticks) >= 2
         step = steps.pop()
         mant = step / 10 ** math.floor(math.log10(step))

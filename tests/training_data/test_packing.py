@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass
 
@@ -120,10 +121,10 @@ def test_interleaving_shuffles_chunks_keeps_order_and_is_seeded():
         idx = [i for i, x in enumerate(w.doc_ids) if x == d]
         assert [w.input_ids[i] for i in idx] == docs[d - 1].ids  # order within a document kept
         assert [w.doc_pos[i] for i in idx] == list(range(12))  # intradoc-reset positions continue across chunks
-        chunks = 1 + sum(1 for a, b in zip(idx, idx[1:]) if b != a + 1)
+        chunks = 1 + sum(1 for a, b in itertools.pairwise(idx) if b != a + 1)
         assert chunks <= 4
         # a chunk boundary inside a document: the target after another document's chunk gets no loss
-        for a, b in zip(idx, idx[1:]):
+        for a, b in itertools.pairwise(idx):
             assert w.loss_mask[b] == (b == a + 1)
 
 

@@ -223,7 +223,7 @@ def test_torchrun_ulysses_matches_single_process(tiny_llama_dir, corpus_path, tm
         *_args(tiny_llama_dir, corpus_path, tmp_path / "two", *common, "--sp", "2"),
     ]
     env = {**__import__("os").environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     one = [r["loss"] for r in read_log(tmp_path / "one" / "log.jsonl")]
     two = [r["loss"] for r in read_log(tmp_path / "two" / "log.jsonl")]

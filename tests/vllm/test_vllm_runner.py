@@ -27,7 +27,7 @@ PROMPTS = ["The grass is green. " * k + "The special magic number is" for k in (
 def runners(tiny_llama_dir):
     from harness.runners.registry import get_runner
 
-    settings = dict(dtype="float32", batch_size=2)
+    settings = {"dtype": "float32", "batch_size": 2}
     v = get_runner("vllm", str(tiny_llama_dir), RunnerSettings(backend="vllm", **settings))
     h = get_runner("hf", str(tiny_llama_dir), RunnerSettings(backend="hf", **settings))
     yield v, h

@@ -26,13 +26,16 @@ the heads), so the same plan/mask/boundaries apply unchanged.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from harness.errors import UserError
 
 KERNELS = ("dense", "sdpa-doc", "flex", "varlen")
 _TEST_KERNELS = ("varlen-cpu-emulation",)
 
 
-def _module(kernel: str):
+def _module(kernel: str) -> ModuleType:
+    m: ModuleType  # one of the kernel modules below
     if kernel == "dense":
         from training.attention import dense as m
     elif kernel == "sdpa-doc":

@@ -57,7 +57,8 @@ def attention(module, query, key, value, attention_mask, scaling=None, dropout=0
     from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
     if not isinstance(attention_mask, BlockMask):
-        raise ValueError(
+        # ValueError like the other kernels' missing-plan guard: the call, not the mask's type, is wrong
+        raise ValueError(  # noqa: TRY004
             "the flex kernel needs its BlockMask: call the model with training.attention.forward_kwargs(batch, 'flex')"
         )
     if query.device.type == "cpu" and torch.is_grad_enabled() and query.requires_grad:

@@ -18,6 +18,10 @@ for the anchor copies after the first one, whose outputs duplicate it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -235,7 +236,7 @@ def emulated_attention(
             scale=scaling,
             enable_gqa=query.shape[1] != key.shape[1],
         )
-        for s, e in zip(bounds[:-1], bounds[1:])
+        for s, e in itertools.pairwise(bounds)
     ]
     return torch.cat(outs, dim=2).transpose(1, 2).contiguous(), None
 
