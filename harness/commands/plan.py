@@ -15,7 +15,7 @@ A suite average over T tasks uses var = sum of the tasks' variances / T^2 (n sam
 A cell where every sample scored the same has no variance to go on; it is planned with the
 binomial variance at p = (successes + 0.5) / (n + 1), and says so.
 
-The time is n x the measured seconds per sample (schema-2 results: `seconds_per_sample` of that
+The time is n x the measured seconds per sample (schema-2 results: provenance `throughput.seconds_per_sample` of that
 cell, else the provenance throughput) x the checkpoints a run averages (--checkpoints, default
 the baseline's), for one run; a comparison evaluates two. The checkpoint-to-checkpoint spread is
 not reduced by more samples: average more checkpoints for that.
@@ -104,10 +104,11 @@ def _binomial_fallback(values: list[float]) -> float:
     return 1e4 * p * (1 - p)
 
 
-def _seconds(results: dict, stats: dict | None) -> float | None:
-    if stats and isinstance(stats.get("seconds_per_sample"), (int, float)):
-        return float(stats["seconds_per_sample"])
+def _seconds(results: dict, task: str, length: str) -> float | None:
     tp = (results.get("provenance") or {}).get("throughput") or {}
+    cell = (tp.get("seconds_per_sample") or {}).get(task, {}).get(length)
+    if isinstance(cell, (int, float)):
+        return float(cell)
     rate = tp.get("samples_per_s")
     return 1.0 / rate if isinstance(rate, (int, float)) and rate > 0 else None
 
@@ -128,7 +129,6 @@ def plan(
         by_length: dict[int, list[dict]] = {}
         for task, by_len in samples.items():
             for L, block in sorted(by_len.items(), key=lambda kv: int(kv[0])):
-                stats = (suite.get("per_task", {}).get(task) or {}).get(L)
                 row = {"suite": sname, "task": task, "length": int(L), "have": len(block["index"]), "note": ""}
                 if "scores" not in block:
                     row.update(variance=None, needed=None, note="perplexity: not a mean of sample scores")
@@ -154,7 +154,7 @@ def plan(
                     row["note"] = "no spread observed: binomial variance assumed"
                 row["variance"] = var
                 row["needed"] = samples_needed(var, delta, alpha, power, paired=paired)
-                row["seconds_per_sample"] = _seconds(base, stats)
+                row["seconds_per_sample"] = _seconds(base, task, L)
                 rows.append(row)
                 by_length.setdefault(int(L), []).append(row)
         for L, parts in sorted(by_length.items()):
