@@ -206,6 +206,7 @@ def _local_worker(e: int, group: str | None, threads: int, make_engine: Callable
     else:
         os.environ["HARNESS_THREADS"] = str(threads)
         os.environ["OMP_NUM_THREADS"] = str(threads)
+    import pickle
     import queue
 
     parent = os.getppid()
@@ -220,6 +221,7 @@ def _local_worker(e: int, group: str | None, threads: int, make_engine: Callable
                 continue
             if unit is None:
                 return
+            unit = pickle.loads(unit)
             try:
                 added = engine.run(unit, report=lambda n: outbox.put(("progress", e, n)))
             except UserError as exc:
@@ -257,8 +259,13 @@ class LocalPool:
         self.procs[e].start()
 
     def submit(self, e: int, unit) -> None:
+        import pickle
+
+        # Pickled here, not in the queue's feeder thread, where an unpicklable unit would be
+        # dropped with a traceback and the driver would wait for it forever.
+        payload = pickle.dumps(unit)
         self.running.add(e)
-        self.inboxes[e].put(unit)
+        self.inboxes[e].put(payload)
 
     def poll(self, timeout: float) -> list[tuple]:
         import queue
