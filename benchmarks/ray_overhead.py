@@ -1,6 +1,6 @@
 """What the distributed engine costs: a 2-engine local Ray run against the serial run on the same units.
 
-    python benchmarks/ray_overhead.py                          # 3 embedded tiny Llamas, 2 RULER tasks, 1k
+    python benchmarks/ray_overhead.py                          # 3 embedded tiny Llamas, vt + fwe, 1k
     python benchmarks/ray_overhead.py --samples 16 --shard     # sample ranges instead of whole checkpoints
 
 Every side evaluates the same plan (same checkpoints, tasks, samples, batch size) into a fresh
@@ -41,7 +41,7 @@ def _records(out: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkpoints", type=int, default=3, help="tiny checkpoints to evaluate (default 3)")
-    ap.add_argument("--tasks", default="niah_single_1,vt")
+    ap.add_argument("--tasks", default="vt,fwe")  # niah tasks do not pickle (local workers need it)
     ap.add_argument("--lengths", default="1k")
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--batch-size", type=int, default=4)

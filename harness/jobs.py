@@ -1,11 +1,14 @@
-"""Units of evaluation work and the function that runs one: what a worker (local or Ray) receives.
+"""Units of evaluation work and what runs them: what a worker (local or Ray) receives.
 
-    from harness.jobs import run_job
-    added = run_job(job)    # load the checkpoint, generate + score the pending samples, append to the store
+    from harness.jobs import JobEngine, run_job, split_job
+    added = run_job(job)          # load the checkpoint, generate + score the pending samples, append, close
+    units = split_job(job, 4)     # the same work as up to 4 sample ranges per (task, length)
+    engine = JobEngine()          # a data-parallel engine: keeps its model between units of one checkpoint
+    engine.run(units[0]); engine.run(units[1]); engine.loads  # -> 1
 
-harness.evaluate builds the jobs (plan_eval) and hands `run_job` to harness.parallel, which
-therefore needs nothing from harness.evaluate. Everything here is picklable: workers in other
-processes or on other Ray nodes receive these objects.
+harness.evaluate builds the jobs (plan_eval) and hands `run_job` (serial) or `JobEngine`
+(data-parallel) to harness.parallel, which therefore needs nothing from harness.evaluate.
+Everything here is picklable: workers in other processes or on other Ray nodes receive these objects.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ class RunnerWork:
 
 @dataclass
 class CheckpointJob:
-    """All pending work of one checkpoint; a data-parallel worker takes whole jobs."""
+    """Pending work of one checkpoint: all of it, or (split_job) one sample range of one (task, length)."""
 
     ckpt: object  # harness.checkpoints.Checkpoint
     items: list[WorkItem]

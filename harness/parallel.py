@@ -170,8 +170,13 @@ def _drive(pool, units: list, progress: bool, max_retries: int) -> RunStats:
                     stats.added += event[2]
                     loads[e] = event[3]
                 elif kind == "lost":
-                    unit = busy.pop(e)
+                    unit = busy.pop(e, None)
                     sched.forget(e)
+                    if unit is None:  # died between units: nothing to send again
+                        stats.loads += loads.pop(e, 0)
+                        held.pop(e, None)
+                        pool.replace(e)
+                        continue
                     # its reported loads, plus the one its last unit needed if that was another checkpoint
                     stats.loads += loads.pop(e, 0) + (unit.affinity != held.pop(e, None))
                     tries[id(unit)] = tries.get(id(unit), 0) + 1
@@ -201,9 +206,22 @@ def _local_worker(e: int, group: str | None, threads: int, make_engine: Callable
     else:
         os.environ["HARNESS_THREADS"] = str(threads)
         os.environ["OMP_NUM_THREADS"] = str(threads)
+    import pickle
+    import queue
+
+    parent = os.getppid()
     engine = make_engine()
     try:
-        while (unit := inbox.get()) is not None:
+        while True:
+            try:
+                unit = inbox.get(timeout=1.0)
+            except queue.Empty:
+                if os.getppid() != parent:  # the driver was killed: stop (re-running it resumes)
+                    return
+                continue
+            if unit is None:
+                return
+            unit = pickle.loads(unit)
             try:
                 added = engine.run(unit, report=lambda n: outbox.put(("progress", e, n)))
             except UserError as exc:
@@ -241,8 +259,13 @@ class LocalPool:
         self.procs[e].start()
 
     def submit(self, e: int, unit) -> None:
+        import pickle
+
+        # Pickled here, not in the queue's feeder thread, where an unpicklable unit would be
+        # dropped with a traceback and the driver would wait for it forever.
+        payload = pickle.dumps(unit)
         self.running.add(e)
-        self.inboxes[e].put(unit)
+        self.inboxes[e].put(payload)
 
     def poll(self, timeout: float) -> list[tuple]:
         import queue
@@ -259,10 +282,10 @@ class LocalPool:
                 raise ev[2]
             if ev[0] == "done":
                 self.running.discard(ev[1])
-        for e in list(self.running):  # workers that died without a word (killed, out of memory)
-            if self.procs[e].exitcode is not None:
+        for e, proc in self.procs.items():  # workers that died without a word (killed, out of memory)
+            if proc.exitcode is not None and not any(ev[0] == "done" and ev[1] == e for ev in events):
                 self.running.discard(e)
-                events.append(("lost", e, f"exit code {self.procs[e].exitcode}"))
+                events.append(("lost", e, f"exit code {proc.exitcode}"))
         return events
 
     def replace(self, e: int) -> None:
@@ -395,6 +418,19 @@ class RayPool:
         self.ray.kill(self.board)
 
 
+def _start_local_ray(ray, n: int, attempts: int = 2) -> None:
+    """Ray gives a new node 30 s to register, which a busy machine can miss: one more try then."""
+    for attempt in range(attempts):
+        try:
+            ray.init(address="local", num_cpus=max(n, os.cpu_count() or 1), include_dashboard=False)
+            return
+        except Exception as exc:  # Ray raises a bare Exception for this
+            if "timed out during startup" not in str(exc) or attempt == attempts - 1:
+                raise
+            ray.shutdown()
+            print("the local Ray node did not start in time; trying once more", file=sys.stderr)
+
+
 def _connect_ray(address: str, n: int):
     """(ray module, whether this call started Ray and must shut it down)."""
     try:
@@ -405,12 +441,14 @@ def _connect_ray(address: str, n: int):
         return ray, False
     try:
         if address == "local":  # a throwaway one-machine cluster, e.g. for tests
-            ray.init(address="local", num_cpus=max(n, os.cpu_count() or 1), include_dashboard=False)
+            _start_local_ray(ray, n)
         else:
             ray.init(address=address)
-    except (ConnectionError, ValueError, RuntimeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception when a node does not start
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise UserError(
-            f"cannot connect to the Ray cluster at {address} ({exc}): start it with `ray start --head` or fix --ray-address"
+            f"cannot start or connect to the Ray cluster at {address} ({first}): start it with "
+            "`ray start --head` (and `ray start --address HEAD:6379` on the other nodes) or fix --ray-address"
         ) from None
     return ray, True
 

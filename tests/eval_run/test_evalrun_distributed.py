@@ -138,6 +138,42 @@ def test_sharded_local_workers_equal_serial(ckpt_series, serial, tmp_path, capsy
     assert _suites(out) == serial[1]
 
 
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+@pytest.mark.slow
+def test_local_worker_killed_mid_unit_is_replaced(ckpt_series, serial, tmp_path):
+    """kill -9 one local worker process mid-run: its unit goes to another worker, same records."""
+    out = tmp_path / "killed"
+    argv = _argv(ckpt_series, out, "--batch-size", "1", "--data-parallel", "2", "--shard-samples", samples=6)
+    proc = subprocess.Popen(_cli(*argv), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = None
+    deadline = time.time() + 300
+    while killed is None and proc.poll() is None and time.time() < deadline:
+        n = _count_records(out / "samples.jsonl")
+        workers = [p for p in _children(proc.pid) if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        if n >= 2 and workers:
+            os.kill(workers[-1], signal.SIGKILL)
+            killed = workers[-1]
+        time.sleep(0.02)
+    _, stderr = proc.communicate(timeout=600)
+    assert killed is not None, "the run ended before a worker could be killed"
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "sent again after a lost worker" in stderr
+    _, got = _store(out)
+    assert got == serial[0]
+    assert json.loads((out / "results.json").read_text())["suites"] == serial[1]
+
+
 # ---------------------------------------------------------------------------------------------
 # Ray (a local cluster started by the command itself: --ray-address local)
 # ---------------------------------------------------------------------------------------------
