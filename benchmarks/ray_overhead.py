@@ -80,7 +80,7 @@ def main() -> None:
         p = plan_eval(cfg)  # builds (then caches) the samples: not timed
         return p, work_units(p.jobs, args.engines, args.shard)
 
-    rows = []
+    rows: list[tuple[str, float, float | None, int, int]] = []  # name, seconds, start-up seconds, loads, units
     serial_plan, units = plan("serial")
     t0 = time.perf_counter()
     for job in serial_plan.jobs:

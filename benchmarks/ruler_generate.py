@@ -35,6 +35,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 _START = time.time()
 
@@ -131,7 +132,7 @@ def startup_rows(names: list[str], length: int, n: int, tok: str, env: dict, arg
     rows = []
     with tempfile.TemporaryDirectory(prefix="ruler-startup-") as tmp:
         for name in names:
-            res = {}
+            res: dict[str, Any] = {}
             for path in ("light", "transformers"):
                 out = Path(tmp) / path
                 argv = ["generate", "--tasks", name, "--lengths", str(length), "--samples", str(n)]

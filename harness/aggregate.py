@@ -207,8 +207,8 @@ def _interval(reps: np.ndarray, ckpts: list[dict], fps, key: tuple) -> dict:
 
 def _group_reps(tasks: list[str], L: int, reps: dict) -> np.ndarray | None:
     """Replicates of the within-checkpoint mean over tasks at one length (None if a task has none)."""
-    mats = [reps.get((t, L)) for t in tasks]
-    return None if any(m is None for m in mats) else mean_of(mats)
+    mats = [m for t in tasks if (m := reps.get((t, L))) is not None]
+    return None if len(mats) < len(tasks) else mean_of(mats)
 
 
 def _aggregate_suite(

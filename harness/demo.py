@@ -27,6 +27,7 @@ import argparse
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.errors import UserError, require_at_least
 
@@ -256,7 +257,7 @@ def _delta_cells(run: dict, base: dict, lengths: list[int]) -> list[tuple[float 
     sname = next(iter(run["suites"]))
     a, b = run["suites"][sname], base["suites"].get(sname)
     out: list[tuple[float | None, dict | None]] = []
-    keys = [
+    keys: list[tuple[str, int | None, tuple[Any, Any]]] = [
         (f"len:{L}", L, (a["per_length"].get(str(L)), (b or {}).get("per_length", {}).get(str(L)))) for L in lengths
     ]
     keys.append(("avg", None, ((a.get("summary") or {}).get("avg"), ((b or {}).get("summary") or {}).get("avg"))))

@@ -26,6 +26,7 @@ import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from harness.errors import TaskUnavailable, UserError
 from harness.jobs import CheckpointJob, JobEngine, RunnerWork, WorkItem, run_job, split_job
@@ -306,7 +307,9 @@ def _plan_samples(
     chat_tokens = _chat_template_tokens(tokenizer, cfg.system_prompt) if cfg.chat_template else 0
 
     plan = SamplePlan([], [], [], {}, {})
-    cache = False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
+    cache: Path | Literal[False] | None = (
+        False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
+    )
     bar = tqdm(total=len(tasks) * len(lengths), desc="samples", unit="set", disable=not cfg.progress, file=sys.stderr)
     for task in tasks:
         plan.dataset_hashes[task.name] = task.dataset_hash()
@@ -400,6 +403,7 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     options, served = _check_options(cfg)
     if served:
         served_ctx, endpoint_prov = _served_endpoint(cfg)  # unreachable / unknown model: before anything else
+        assert cfg.model is not None  # _served_endpoint raised UserError without --model
         tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
         tok_fp = tokenizer_fingerprint(tokenizer)
         ckpts = [_served_checkpoint(cfg.model, endpoint_prov, tok_fp)]

@@ -18,16 +18,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.runners.base import GenerationRequest, RunnerSettings
+
+if TYPE_CHECKING:
+    from harness.checkpoints import Checkpoint
+    from harness.runners.base import Runner
+    from tasks.base import Sample, Task
 
 
 @dataclass
 class WorkItem:
     """One sample to run for one checkpoint (picklable: workers receive these)."""
 
-    task: object  # tasks.base.Task
-    sample: object  # tasks.base.Sample
+    task: Task
+    sample: Sample
     prompt: str
     num_tokens: int
 
@@ -36,7 +42,7 @@ class WorkItem:
 class RunnerWork:
     """A (task, length) of a non-"generate" task: the task drives the runner itself."""
 
-    task: object
+    task: Task
     length: int
     indices: list[int]
 
@@ -45,7 +51,7 @@ class RunnerWork:
 class CheckpointJob:
     """Pending work of one checkpoint: all of it, or (split_job) one sample range of one (task, length)."""
 
-    ckpt: object  # harness.checkpoints.Checkpoint
+    ckpt: Checkpoint
     items: list[WorkItem]
     runner_work: list[RunnerWork]
     settings: RunnerSettings
@@ -176,7 +182,7 @@ class JobEngine:
 
     def __init__(self) -> None:
         self.loads = 0
-        self._runner = None
+        self._runner: Runner | None = None
         self._runner_key: tuple | None = None
         self._stores: dict = {}  # store path -> ResultStore (reads only what was appended since)
 

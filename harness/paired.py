@@ -20,6 +20,7 @@ reproducible.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -98,7 +99,7 @@ def paired_replicates(
     return ra, rb
 
 
-def mean_of(matrices: list[np.ndarray], weights: list[float] | None = None) -> np.ndarray:
+def mean_of(matrices: list[np.ndarray], weights: Sequence[float] | None = None) -> np.ndarray:
     """Elementwise (weighted) mean of equally shaped replicate matrices: averages over tasks or lengths."""
     w = np.ones(len(matrices)) if weights is None else np.asarray(weights, dtype=np.float64)
     return np.tensordot(w / w.sum(), np.stack(matrices), axes=1)

@@ -30,11 +30,26 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.errors import MissingExtra, UserError
 
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+    from multiprocessing.queues import Queue
+
 MAX_RETRIES = 2  # a unit whose worker died is sent again at most this many times
 POLL_S = 0.2  # how often the driver looks for finished units, dead workers and progress
+
+
+class Unit(Protocol):
+    """What the driver needs of a work unit (harness.jobs.CheckpointJob is one)."""
+
+    @property
+    def affinity(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
 
 
 @dataclass
@@ -147,7 +162,7 @@ def _drive(pool, units: list, progress: bool, max_retries: int) -> RunStats:
     sched = AffinityScheduler(units)
     bar = ClusterProgress(sum(u.size for u in units), progress)
     stats = RunStats(engines=pool.n, units=len(units))
-    busy: dict[int, object] = {}  # engine -> unit it runs
+    busy: dict[int, Unit] = {}  # engine -> unit it runs
     loads: dict[int, int] = {}  # engine -> model loads it reported with its last finished unit
     held: dict[int, str] = {}  # engine -> checkpoint of its last finished unit
     tries: dict[int, int] = {}  # id(unit) -> times sent again
@@ -246,8 +261,8 @@ class LocalPool:
         self.threads = max(1, (os.cpu_count() or 1) // n)
         self.ctx = mp.get_context("spawn")  # fork after torch/CUDA init is unsafe; spawn starts clean
         self.outbox = self.ctx.Queue()
-        self.procs: dict[int, object] = {}
-        self.inboxes: dict[int, object] = {}
+        self.procs: dict[int, BaseProcess] = {}
+        self.inboxes: dict[int, Queue[Any]] = {}
         self.running: set[int] = set()
         for e in range(n):
             self._start(e)
@@ -370,7 +385,7 @@ class RayPool:
         # which sends its unit to whichever engine is free.
         self.actor_cls = ray.remote(num_cpus=1, num_gpus=gpus, max_restarts=0)(HarnessEngine)
         self.board = ray.remote(num_cpus=0)(ProgressBoard).remote()
-        self.actors: dict[int, object] = {}
+        self.actors: dict[int, Any] = {}  # Ray actor handles (ray is untyped)
         self.refs: dict[object, int] = {}
         for e in range(n):
             self.actors[e] = self.actor_cls.remote(make_engine, e, self.board)

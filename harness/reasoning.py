@@ -19,8 +19,12 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from harness.errors import UserError
+
+if TYPE_CHECKING:
+    from tasks.base import Sample
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
 
@@ -133,7 +137,7 @@ def chat_template_hash(tokenizer) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def apply_options(sample, options: Options, count) -> object:
+def apply_options(sample: Sample, options: Options, count) -> Sample:
     """The sample as this run sends it: answer prefix dropped and tokens to generate overridden
     when asked (each recorded in the sample's metadata); the sample itself when nothing applies.
     `count(text)` counts a prompt's tokens the way the length rule does."""

@@ -571,6 +571,7 @@ def build(
     _paint(rows, columns, "cells")
 
     if base_run is not None:
+        assert baseline is not None  # base_run is the run named `baseline` (run names are strings)
         base_row = next(r for r in rows if r["is_baseline"])
         replicates: dict = {}  # each task cell of each run resampled once for all its columns
         for row, run in zip(rows, runs):

@@ -259,7 +259,7 @@ _DIV_NEG, _DIV_POS = (230, 97, 1), (33, 102, 172)
 
 def _mix(a: tuple, b: tuple, t: float) -> tuple[int, int, int]:
     t = min(1.0, max(0.0, t))
-    return tuple(round(x + (y - x) * t) for x, y in zip(a, b))  # type: ignore[return-value]
+    return tuple(round(x + (y - x) * t) for x, y in zip(a, b))
 
 
 def heat_color(value: float, diverging: bool = False, scale: float = 100.0) -> tuple[int, int, int]:
@@ -274,8 +274,8 @@ def _ink(rgb: tuple[int, int, int]) -> str:
     """Dark or white text, whichever contrasts more with the fill (relative luminance, WCAG)."""
 
     def lin(c: int) -> float:
-        c = c / 255
-        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+        x = c / 255
+        return x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4
 
     lum = 0.2126 * lin(rgb[0]) + 0.7152 * lin(rgb[1]) + 0.0722 * lin(rgb[2])
     return "#ffffff" if (1.05 / (lum + 0.05)) > ((lum + 0.05) / 0.05) else "#1d2430"

@@ -14,4 +14,5 @@ status=0
 .venv/bin/ruff format --check . || status=1
 .venv/bin/ruff check . || status=1
 .venv/bin/mypy || status=1
+[ "$status" = 0 ] && echo "lint: ok"
 exit "$status"

@@ -24,8 +24,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from harness.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _a2a_function():
@@ -106,7 +110,7 @@ def install_ulysses(model, group, P: int) -> str:
 class DistContext:
     rank: int
     world: int
-    device: object
+    device: torch.device
     sp_size: int = 1
     shard: str = "fsdp"
     sp_group: object = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import json
 from pathlib import Path
+from typing import TextIO
 
 LOG_NAME = "log.jsonl"
 
@@ -46,7 +47,7 @@ class StepLog:
         self.path = Path(run_dir) / LOG_NAME
         self.enabled = enabled
         self._bar = None
-        self._file = None
+        self._file: TextIO | None = None
         if not enabled:
             return
         self._truncate_after(start_step)

@@ -27,11 +27,16 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from harness.errors import UserError
 from training.config import TrainJob
 from training.model_files import load_model, load_tokenizer_for
+
+if TYPE_CHECKING:
+    import torch
+
+    from training.modes import Batch
 
 __all__ = ["Pipeline", "default_pipeline", "load_model", "load_tokenizer_for", "loss_sum", "shifted_targets", "train"]
 
@@ -44,7 +49,7 @@ class Pipeline:
 
     windows: Callable[[int], Iterator]
     """epoch -> iterator of PackedWindow, the same every call for the same epoch."""
-    build_batch: Callable[[list, str], object]
+    build_batch: Callable[[list, str], Batch]
     """(windows, mode) -> Batch with input_ids, labels (-100 = no loss), position_ids, doc_ids."""
     forward_kwargs: Callable[[object, str], dict]
     """(batch, kernel) -> kwargs for model(**kw), the kernel's explicit mask or boundaries included."""
@@ -360,18 +365,42 @@ def _last_logged_loss(run_dir: Path, step: int) -> float | None:
     return rows[-1]["loss"] if rows else None
 
 
+class _StepContext(Protocol):
+    """What a step needs of its process context (training.distributed.DistContext or SingleProcess)."""
+
+    @property
+    def device(self) -> torch.device: ...
+
+    @property
+    def dp_size(self) -> int: ...
+
+    @property
+    def dp_rank(self) -> int: ...
+
+    @property
+    def grad_scale(self) -> float: ...
+
+    def shard_inputs(self, kw: dict, targets: Any, kernel: str) -> Any: ...
+
+    def all_reduce_sum(self, value: Any) -> Any: ...
+
+    def set_grad_sync(self, model: Any, sync: bool) -> None: ...
+
+    def finish_grads(self, model: Any) -> None: ...
+
+
 @dataclass
 class _Stepper:
     """One optimizer step over grad_accum micro-batches (the loss rule in the module docstring)."""
 
     job: TrainJob
-    ctx: object
+    ctx: _StepContext
     pipeline: Pipeline
-    model: object
-    optimizer: object
-    scheduler: object
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
     kernel: str
-    autocast: object
+    autocast: torch.autocast
 
     def micro_batches(self, stream: WindowStream) -> list:
         # Every process reads the same global stream and keeps its own share: the order of

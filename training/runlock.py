@@ -23,9 +23,12 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING
 
 from harness.errors import UserError
+
+if TYPE_CHECKING:  # typing.Self is 3.11+; requires-python is >=3.10
+    from typing_extensions import Self
 
 LOCK_NAME = ".harness-train.lock"
 

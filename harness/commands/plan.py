@@ -138,7 +138,7 @@ def plan(
                 if paired:
                     ob = (other.get(task) or {}).get(L)
                     idx = shared_indices(ob, block) if ob else []
-                    if not idx:
+                    if not ob or not idx:
                         row.update(variance=None, needed=None, note="no shared samples with --against")
                         rows.append(row)
                         continue
@@ -176,8 +176,10 @@ def plan(
             }
             rows.append(row)
     for row in rows:
-        secs = row.get("seconds_per_sample")
-        row["seconds_per_run"] = row["needed"] * secs * k if row.get("needed") and secs is not None else None
+        per_sample = row.get("seconds_per_sample")
+        row["seconds_per_run"] = (
+            row["needed"] * per_sample * k if row.get("needed") and per_sample is not None else None
+        )
     return rows
 
 
@@ -224,8 +226,8 @@ def format_plan(rows: list[dict], args: argparse.Namespace, k: int) -> str:
     tasks = [r for r in rows if r.get("needed") is not None and not r.get("average")]
     if tasks:
         most = max(r["needed"] for r in tasks)
-        secs = [r.get("seconds_per_sample") for r in tasks]
-        if all(s is not None for s in secs):
+        secs = [s for r in tasks if (s := r.get("seconds_per_sample")) is not None]
+        if len(secs) == len(tasks):
             lines += ["", f"every task and length at --samples {most}: {_fmt_time(most * sum(secs) * k)} per run"]
         else:
             lines += ["", f"every task and length at --samples {most} (time unknown: no timings in the results)"]

@@ -48,7 +48,7 @@ Legend: q_HLD = H heads × L positions × head dim D; cols_HL = per-head column 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.diagnose.capture import (
     attention_layers,
@@ -264,8 +264,8 @@ class _Recorder:
     def __init__(self, scaling: float, product: str, max_bytes: int):
         self.scaling, self.product, self.max_bytes = scaling, product, max_bytes
         self.mode = "off"
-        self.ref: dict[int, tuple] = {}
-        self.pre: dict[int, tuple] = {}
+        self.ref: dict[int, tuple[Any, Any]] = {}  # layer -> (q, k) of the stored Δ2 run
+        self.pre: dict[int, tuple[Any, Any]] = {}
         self.logit_first = 0.0
         self.want_pre = False
         self.pending: dict[int, list] = {}  # layer -> (q, k) of each Δ1 run since the last flush

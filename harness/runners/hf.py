@@ -96,7 +96,9 @@ class HFRunner:
                 model_path, config=config, dtype=dtype, attn_implementation="sdpa", device_map=device_map
             )
             if device_map is None:
-                self.model = self.model.to(self.device)
+                # transformers types PreTrainedModel.to via functools.wraps (_Wrapped), which mypy does not
+                # bind to the instance, so it takes the device for `self`: a typing bug there, not here.
+                self.model = self.model.to(self.device)  # type: ignore[arg-type]
         except (SafetensorError, OSError) as exc:  # random bytes or a truncated weights file
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise UserError(
@@ -195,7 +197,9 @@ class HFRunner:
             # [rows, 1, L, L] mask and run the causal kernel; it is passed rather than left out so
             # generate() never infers padding from pad ids inside the prompt.
             with torch.inference_mode():
-                gen = self.model.generate(
+                # transformers types generate() on GenerativePreTrainedModel but from_pretrained of an
+                # AutoModelForCausalLM returns _BaseModelWithGenerate: a mismatch in its annotations.
+                gen = self.model.generate(  # type: ignore[misc]
                     input_ids=input_ids.to(self.device),
                     attention_mask=mask.to(self.device),
                     do_sample=False,

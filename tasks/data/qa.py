@@ -84,6 +84,13 @@ _WS = re.compile(r"[ \t\n\r]*")  # json's whitespace
 _DELIM = re.compile(r"[ \t\n\r,\]]")  # what may follow an array element
 
 
+def _ws_end(buf: str, pos: int) -> int:
+    """End of the whitespace run at `pos` (`_WS` matches the empty string, so it always matches)."""
+    m = _WS.match(buf, pos)
+    assert m is not None
+    return m.end()
+
+
 class _NotStreamable(Exception):
     """The file does not open as a UTF-8 JSON array: read it whole."""
 
@@ -114,9 +121,9 @@ def _array_elements(f: IO[bytes], digest: Any) -> Iterator[Any]:
 
     def skip_ws() -> None:
         nonlocal pos
-        pos = _WS.match(buf, pos).end()
+        pos = _ws_end(buf, pos)
         while pos == len(buf) and fill():
-            pos = _WS.match(buf, pos).end()
+            pos = _ws_end(buf, pos)
 
     skip_ws()
     if buf[pos : pos + 1] != "[":

@@ -237,7 +237,8 @@ def test_auto_kernel_is_logged(capsys):
     from training.loop import _resolve_kernel
 
     assert _resolve_kernel("auto", torch.device("cpu")) == "sdpa-doc"
-    err = capsys.readouterr().err
-    assert "--kernel auto: sdpa-doc (torch scaled_dot_product_attention" in err
+    # stdout, with the run's other progress lines: stderr holds only error lines
+    out = capsys.readouterr().out
+    assert "--kernel auto: sdpa-doc (torch scaled_dot_product_attention" in out
     assert _resolve_kernel("flex", torch.device("cpu")) == "flex"
-    assert capsys.readouterr().err == ""
+    assert capsys.readouterr().out == ""
