@@ -171,7 +171,7 @@ def test_local_worker_killed_mid_unit_is_replaced(ckpt_series, serial, tmp_path)
     assert "sent again after a lost worker" in stderr
     _, got = _store(out)
     assert got == serial[0]
-    assert json.loads((out / "results.json").read_text())["suites"] == serial[1]
+    assert _suites(out) == serial[1]
 
 
 # ---------------------------------------------------------------------------------------------
