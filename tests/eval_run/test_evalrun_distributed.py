@@ -244,6 +244,28 @@ def test_ray_worker_killed_mid_unit_is_replaced(ray, ckpt_series, serial, tmp_pa
 
 
 @pytest.mark.slow
+def test_ray_driver_killed_mid_run_resumes(ray, ckpt_series, serial, tmp_path):
+    """kill -9 the driver of a Ray run once records are stored: the same command then computes only
+    the rest, and the store ends with exactly the serial run's records."""
+    out = tmp_path / "driver"
+    argv = _argv(ckpt_series, out, "--batch-size", "1", "--data-parallel", "2", "--ray-address", "local", samples=6)
+    proc = subprocess.Popen(_cli(*argv), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while _count_records(out / "samples.jsonl") < 2 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before_lines, before = _store(out)
+    assert 2 <= len(before) < len(serial[0]), f"the kill should land mid-run ({len(before)} records)"
+    again = subprocess.run(_cli(*argv), check=False, env=_env(), capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    after_lines, got = _store(out)  # asserts no key stored twice
+    assert after_lines[: len(before_lines)] == before_lines  # finished records kept, none rewritten
+    assert got == serial[0]
+    assert _suites(out) == serial[1]
+
+
+@pytest.mark.slow
 def test_engine_without_the_store_path_is_one_line_error(ray, tmp_path):
     """An engine that cannot read the driver's probe (another node without the shared path) stops
     the run before any work, with one line naming the problem and the fix."""
