@@ -41,7 +41,7 @@ def _records(out: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkpoints", type=int, default=3, help="tiny checkpoints to evaluate (default 3)")
-    ap.add_argument("--tasks", default="vt,fwe")  # niah tasks do not pickle (local workers need it)
+    ap.add_argument("--tasks", default="vt,fwe")
     ap.add_argument("--lengths", default="1k")
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--batch-size", type=int, default=4)

@@ -7,6 +7,7 @@ family modules on first use so `harness --help` stays light.
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -30,6 +31,13 @@ def register_task(cls: type[T]) -> type[T]:
     """Class decorator: make a task reachable by name."""
     assert cls.name not in _TASKS or _TASKS[cls.name] is cls, f"task {cls.name} registered twice"
     _TASKS[cls.name] = cls
+    # Families build some task classes in a loop (type(...)); give each a module-level name so
+    # pickle finds it: local --data-parallel workers receive tasks by pickle.
+    module = sys.modules[cls.__module__]
+    if getattr(module, cls.__qualname__, None) is not cls:
+        assert getattr(module, cls.__name__, cls) is cls, f"{cls.__module__}.{cls.__name__} names something else"
+        cls.__qualname__ = cls.__name__
+        setattr(module, cls.__name__, cls)
     return cls
 
 

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from tasks.registry import all_suites, get_task
+from tasks.registry import all_suites, all_tasks, get_task
 from tasks.ruler import RULER_TASKS
 from tasks.tokenization import count_tokens
 
@@ -158,3 +158,14 @@ def test_vectorised_values_match_the_reference_formats():
     adj, noun = set(adjectives()), set(nouns())
     for w in draw_values("words", g, 200):
         assert any(w[:i] in adj and w[i + 1 :] in noun for i in range(len(w)) if w[i] == "-")
+
+
+@pytest.mark.parametrize("name", sorted(all_tasks()))
+def test_every_task_pickles(name):
+    """Local --data-parallel workers receive tasks by pickle: every registered task must round-trip
+    (the niah classes are built in a loop, so they need module-level names)."""
+    import pickle
+
+    task = get_task(name)
+    again = pickle.loads(pickle.dumps(task))
+    assert type(again) is type(task) and again.name == task.name and again.version == task.version
