@@ -92,8 +92,19 @@ def _plot_figure1(result: dict, path: Path) -> None:
         if ax.lines:
             ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _save_png(fig, path)
     plt.close(fig)
+
+
+def _save_png(fig, path: Path) -> None:
+    """The figure rendered in memory, then written atomically (a full disk keeps the old image)."""
+    import io
+
+    from harness.atomic import atomic_write
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    atomic_write(path, buf.getvalue())
 
 
 def _plot_sources(result: dict, path: Path) -> bool:
@@ -125,7 +136,7 @@ def _plot_sources(result: dict, path: Path) -> bool:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _save_png(fig, path)
     plt.close(fig)
     return True
 
@@ -222,6 +233,8 @@ def write_report(result: dict, out_dir: str | Path, plots: bool = True) -> dict[
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    from harness.atomic import atomic_write
+
     full = {
         "schema_version": SCHEMA_VERSION,
         "kind": "rope_diagnostic",
@@ -232,7 +245,7 @@ def write_report(result: dict, out_dir: str | Path, plots: bool = True) -> dict[
         "runs": result["runs"],
     }
     paths = {"json": out / JSON_NAME}
-    paths["json"].write_text(json.dumps(full, indent=1))
+    atomic_write(paths["json"], json.dumps(full, indent=1))
     images = []
     if plots:
         _plot_figure1(full, out / "figure1.png")
@@ -241,5 +254,5 @@ def write_report(result: dict, out_dir: str | Path, plots: bool = True) -> dict[
             images.append(out / "sources.png")
         paths.update({p.stem: p for p in images})
     paths["html"] = out / "index.html"
-    paths["html"].write_text(_html(full, images), encoding="utf-8")
+    atomic_write(paths["html"], _html(full, images))
     return paths
