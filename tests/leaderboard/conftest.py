@@ -12,24 +12,11 @@ import statistics
 
 import pytest
 
+from tasks.ruler import RULER_TASKS
+
 # Schema-2 runs with per-sample blocks (paired differences, heatmaps), shared as fixtures.
 from .paired_fixtures import paired_board, paired_dir, paired_site  # noqa: F401
 
-RULER_TASKS = [
-    "niah_single_1",
-    "niah_single_2",
-    "niah_single_3",
-    "niah_multikey_1",
-    "niah_multikey_2",
-    "niah_multikey_3",
-    "niah_multivalue",
-    "niah_multiquery",
-    "vt",
-    "cwe",
-    "fwe",
-    "qa_1",
-    "qa_2",
-]
 LENGTHS = [4096, 8192, 16384, 32768, 65536, 131072]
 STEPS = [1960, 1970, 1980, 1990, 2000]
 LB_CATEGORIES = {
