@@ -27,10 +27,12 @@ def _qk(seed: int, heads=4, kv=2, length=70, d=16):
 @pytest.mark.parametrize("product", ["bf16", "fp32", "fp64"])
 @pytest.mark.parametrize("max_bytes", [1 << 28, 4 * 8 * 4 * 70 * 9])
 @pytest.mark.parametrize("batch_bytes", [None, 1, 4 * 8 * 4 * 70 * 70 * 2])
-def test_batched_shifts_equal_one_at_a_time(product, max_bytes, batch_bytes):
+# None: all heads at once; 1: one head per chunk; the last: 3 of the 4 heads, then 1
+@pytest.mark.parametrize("chunk_bytes", [None, 1, 8 * 2 * 70 * 70 * 3])
+def test_batched_shifts_equal_one_at_a_time(product, max_bytes, batch_bytes, chunk_bytes):
     q2, k2 = _qk(0)
     pairs = [_qk(s) for s in range(1, 6)] + [(q2.clone(), k2.clone())]  # the last: an equal shift
-    batched = attention_differences(pairs, q2, k2, 0.25, product, max_bytes, batch_bytes)
+    batched = attention_differences(pairs, q2, k2, 0.25, product, max_bytes, batch_bytes, chunk_bytes)
     for (q1, k1), got in zip(pairs, batched):
         one = attention_difference(q1, k1, q2, k2, 0.25, product, max_bytes)
         assert torch.equal(got.cols_HL, one.cols_HL) and torch.equal(got.logit_first_H, one.logit_first_H)
@@ -52,3 +54,21 @@ def test_measure_is_independent_of_the_batching_budget(dtype):
 def test_working_bytes():
     assert working_bytes(12345, "cpu") == 12345
     assert working_bytes(None, "cpu") == 1 << 28
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_measure_is_independent_of_the_head_chunks(dtype, monkeypatch):
+    """On CPU the float64 rows go through chunks of heads (CPU_CHUNK_BYTES): one head per chunk
+    and all heads at once give the same numbers, sources included."""
+    from harness.diagnose import rope
+
+    model = tiny_llama(dtype, kv_heads=1)
+    g = torch.Generator().manual_seed(1)
+    samples = [[1] + torch.randint(3, 300, (L - 1,), generator=g).tolist()]
+    settings = Settings(shifts=(0, 4, 100), seq_len=L, logit_lengths=(L,))
+    name = "bf16" if dtype == torch.bfloat16 else "fp32"
+    monkeypatch.setattr(rope, "CPU_CHUNK_BYTES", 1)
+    one_head = measure(model, samples, settings, name, progress=False)
+    monkeypatch.setattr(rope, "CPU_CHUNK_BYTES", 1 << 40)
+    all_heads = measure(model, samples, settings, name, progress=False)
+    assert one_head == all_heads
