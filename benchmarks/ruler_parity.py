@@ -442,6 +442,12 @@ def difference_interval(ours: list[float], ref: list[float], key: tuple) -> tupl
     return 100 * low, 100 * high
 
 
+def cell_order(item) -> tuple[int, int]:
+    """(length, task) cells in RULER's task order."""
+    (length, task), _ = item
+    return length, TASKS.index(task)
+
+
 def label(length: int) -> str:
     return f"{length // 1024}K" if length % 1024 == 0 else str(length)
 
@@ -482,7 +488,7 @@ def prompt_texts(args, side: str, task: str, length: int, tokenizer) -> list[str
 
 def print_structure(args, cells: dict, tokenizer) -> None:
     rows = []
-    for (length, task), (ref, ours) in sorted(cells.items()):
+    for (length, task), (ref, ours) in sorted(cells.items(), key=cell_order):
         if task not in ("cwe", "vt") or ref is None or ours is None:
             continue
         row = [task, label(length)]
@@ -514,7 +520,7 @@ def print_tables(args, cells: dict, cross: dict) -> None:
     )
     print("|---|---|---:|---:|---|---|---|---|---|")
     agree: dict[int, list[int]] = {}
-    for (length, task), (ref, ours) in sorted(cells.items()):
+    for (length, task), (ref, ours) in sorted(cells.items(), key=cell_order):
         if ref is None or ours is None:
             continue
         rs = [s["score"] for s in ref["samples"]]
@@ -539,7 +545,7 @@ def print_tables(args, cells: dict, cross: dict) -> None:
     print("| task | length | ref wall | ours wall | ratio wall | ref CPU | ours CPU | ratio CPU | load (1 min) |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---|")
     totals: dict[int, list[float]] = {}
-    for (length, task), (ref, ours) in sorted(cells.items()):
+    for (length, task), (ref, ours) in sorted(cells.items(), key=cell_order):
         if ref is None or ours is None:
             continue
         rw, rc = ref_seconds(ref, "wall_s"), ref_seconds(ref, "cpu_s")
@@ -562,7 +568,7 @@ def print_tables(args, cells: dict, cross: dict) -> None:
         print("\n## Our runner on the reference's prompts (batch 1): inference and scoring alone\n")
         print("| task | length | reference | ours on ref prompts | identical predictions |")
         print("|---|---|---:|---:|---|")
-        for (length, task), c in sorted(cross.items()):
+        for (length, task), c in sorted(cross.items(), key=cell_order):
             ref = cells.get((length, task), (None, None))[0]
             if ref is None:
                 continue
