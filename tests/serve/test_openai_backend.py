@@ -223,21 +223,22 @@ def test_chat_route_equals_in_process_chat_template(chat_model_dir, tmp_path):
 def test_backoff_doubles_and_a_4xx_is_not_retried(server):
     from harness.errors import UserError
     from harness.runners.endpoint import Endpoint, EndpointError, RequestRejected, api_base
+    from harness.runners.replies import Completion
 
     waits: list[float] = []
     ep = Endpoint(server.url, retries=3, sleep=waits.append)
     payload = {"model": "tiny", "prompt": "The sky is", "max_tokens": 2, "temperature": 0.0}
     server.fail = [429, 500, 502]
-    assert ep.post("/completions", payload)["choices"][0]["text"] is not None
+    assert isinstance(ep.post("/completions", payload, Completion).choices[0].text, str)
     assert waits == [0.5, 1.0, 2.0]
     waits.clear()
     server.fail = [500, 503, 500, 502]
     with pytest.raises(EndpointError, match=r"answered 502 \(injected 502\) after 4 tries"):
-        ep.post("/completions", payload)
+        ep.post("/completions", payload, Completion)
     assert waits == [0.5, 1.0, 2.0]
     waits.clear()
     with pytest.raises(RequestRejected, match="404"):
-        ep.post("/completions", {**payload, "model": "other"})
+        ep.post("/completions", {**payload, "model": "other"}, Completion)
     assert waits == [] and server.fail == []
     assert api_base("http://127.0.0.1:8000") == api_base("http://127.0.0.1:8000/v1/") == "http://127.0.0.1:8000/v1"
     assert api_base("https://api.example.com/openai/v1") == "https://api.example.com/openai/v1"
