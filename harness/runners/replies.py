@@ -173,7 +173,7 @@ def snippet(body: Any) -> str:
     try:
         text = json.dumps(body, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
-        text = repr(body)[:SNIPPET_CHARS]
+        text = f"(a {type(body).__name__} nested too deeply to show)"
     text = " ".join(text.split())
     return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS] + "..."
 
