@@ -200,7 +200,7 @@ def test_checkpoints_written_once_and_loadable(tiny_llama_dir, run_job, tmp_path
     assert config.rope_parameters["rope_theta"] == 5e4
     assert AutoTokenizer.from_pretrained(run / "ckpt-6").bos_token_id is not None
     model = AutoModelForCausalLM.from_pretrained(run / "ckpt-6", dtype=torch.float32)
-    state = torch.load(run / "state" / "step-6" / "state.pt", weights_only=False)
+    state = torch.load(run / "state" / "step-6" / "state.pt", weights_only=True)
     for name, tensor in model.state_dict().items():
         assert torch.equal(tensor, state["model"][name]), name
 
@@ -236,7 +236,7 @@ def test_bf16_run_writes_bf16_checkpoint(tiny_llama_dir, run_job, tmp_path):
 
     run_job(small_job(tiny_llama_dir, tmp_path / "run", steps=1, dtype="bf16", save_every=1))
     weights = load_file(tmp_path / "run" / "ckpt-1" / "model.safetensors")
-    state = torch.load(tmp_path / "run" / "state" / "step-1" / "state.pt", weights_only=False)
+    state = torch.load(tmp_path / "run" / "state" / "step-1" / "state.pt", weights_only=True)
     assert all(t.dtype == torch.bfloat16 for t in weights.values())
     assert all(torch.equal(weights[k], state["model"][k].to(torch.bfloat16)) for k in weights)
     assert state["model"]["lm_head.weight"].dtype == torch.float32  # the resumable state keeps fp32 masters
