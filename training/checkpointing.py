@@ -48,6 +48,7 @@ from pathlib import Path
 
 from harness.checkpoints import COMPLETE_FILE, IN_PROGRESS_FILE
 from harness.errors import UserError
+from harness.pickled import refusal, refused_objects
 
 SCHEMA_VERSION = 1
 META_NAME = "harness_training.json"
@@ -380,21 +381,6 @@ _STATE_KEYS = ("format", "step", "signature", "model", "optimizer", "scheduler",
 STATE_FORMAT = 2
 
 
-def _refused_because(path: Path, exc: Exception) -> str:
-    """What the safe loader refused in `path`: the Python objects its pickle would import (read from
-    the opcodes by torch, never run), else torch's own reason (e.g. a bare pickle it cannot read)."""
-    from torch.serialization import get_unsafe_globals_in_checkpoint
-
-    try:
-        names = get_unsafe_globals_in_checkpoint(path)
-    except Exception:  # noqa: BLE001 - not a torch.save zip (a bare pickle): only torch's reason is left
-        names = []
-    if names:
-        return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-    detail = str(exc).split("WeightsUnpickler error:")[-1].strip().splitlines()
-    return (detail[0] if detail else type(exc).__name__)[:120]
-
-
 def _load_state_file(path: Path) -> dict:
     import torch
 
@@ -406,13 +392,12 @@ def _load_state_file(path: Path) -> dict:
     except pickle.UnpicklingError as exc:
         # Refused, not "unreadable": falling back to an older state would hide a planted file.
         root = path.parent.parent
-        raise UserError(
-            f"{path} was not loaded: it holds more than tensors and plain values ({_refused_because(path, exc)}), "
-            f"and unpickling it could run any code. Training state written by harness versions before state "
-            f"format {STATE_FORMAT} holds numpy objects like this: if the run is yours, finish it with the version "
-            f"that wrote it, or delete {root} to train from step 0 (ckpt-* checkpoints are kept); never resume a "
-            "run folder you do not trust"
-        ) from None
+        fix = (
+            f"training state written by harness versions before state format {STATE_FORMAT} holds numpy objects "
+            f"like this; if the run is yours, finish it with the version that wrote it, or delete {root} to train "
+            "from step 0 (ckpt-* checkpoints are kept); never resume a run folder you do not trust"
+        )
+        raise refusal(path, refused_objects(path, exc), fix) from None
     if not isinstance(state, dict) or any(k not in state for k in _STATE_KEYS):
         raise ValueError("not a training state (keys missing)")
     if state["format"] != STATE_FORMAT:

@@ -16,11 +16,13 @@ weights, so a damaged file is reported before the data is tokenized.
 from __future__ import annotations
 
 import json
+import pickle
 import re
 import struct
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.pickled import check_pickled_weights, refused_load
 from training.config import TrainJob
 
 _MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit on the JSON header
@@ -92,6 +94,8 @@ def check_model_dir(path: Path) -> None:
     for f in weights:
         if f.suffix == ".safetensors":
             check_safetensors(f)
+        else:
+            check_pickled_weights(f)
 
 
 def load_tokenizer_for(job: TrainJob):
@@ -132,6 +136,8 @@ def load_model(job: TrainJob, device):
         model = AutoModelForCausalLM.from_pretrained(path, config=config, local_files_only=local, dtype=torch.float32)
     except torch.OutOfMemoryError:
         raise
+    except pickle.UnpicklingError as exc:  # a .bin that torch.load(weights_only=True) refuses
+        raise refused_load(path, exc) from None
     except (SafetensorError, OSError, ValueError, EOFError, RuntimeError) as exc:
         # Damage the header check cannot see (e.g. a .bin file), or weights of another shape.
         raise UserError(

@@ -13,9 +13,11 @@ definitions). Writes rope_diagnostic.json, figure1.png, sources.png and index.ht
 from __future__ import annotations
 
 import argparse
+import pickle
 import re
 
 from harness.errors import UserError
+from harness.pickled import refused_load
 
 HELP = "numerical diagnostics of a checkpoint (rope: does a position shift change attention, and why)"
 
@@ -157,6 +159,8 @@ def _load_model(path: str, dtype: str, device):
 
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), local_files_only=True)
+    except pickle.UnpicklingError as exc:  # a .bin that torch.load(weights_only=True) refuses
+        raise refused_load(path, exc) from None
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot load checkpoint {path!r} ({first}); pass a save_pretrained directory") from None

@@ -38,11 +38,16 @@ def check_tokenizer_present(model_path: str) -> None:
 
 def check_weights(model_path: str) -> None:
     """Every *.safetensors of a local checkpoint has a readable header covering the whole file:
-    random bytes or a truncated copy are named before any work (reads headers only)."""
+    random bytes or a truncated copy are named before any work (reads headers only); every
+    pytorch_model*.bin pickles nothing but tensors and plain values (harness/pickled.py)."""
     if not Path(model_path).is_dir():
         return
     from safetensors import SafetensorError, safe_open
 
+    from harness.pickled import check_pickled_weights
+
+    for f in sorted(Path(model_path).glob("pytorch_model*.bin")):
+        check_pickled_weights(f)
     for f in sorted(Path(model_path).glob("*.safetensors")):
         try:
             with safe_open(str(f), framework="pt"):

@@ -20,9 +20,11 @@ stop strings cut the decoded text afterwards, which gives the same text as stopp
 
 from __future__ import annotations
 
+import pickle
 from typing import cast
 
 from harness.errors import UserError
+from harness.pickled import refused_load
 from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
 from harness.runners.common import (
     check_tokenizer_present,
@@ -99,6 +101,8 @@ class HFRunner:
                 # transformers types PreTrainedModel.to via functools.wraps (_Wrapped), which mypy does not
                 # bind to the instance, so it takes the device for `self`: a typing bug there, not here.
                 self.model = self.model.to(self.device)  # type: ignore[arg-type]
+        except pickle.UnpicklingError as exc:  # a .bin that torch.load(weights_only=True) refuses
+            raise refused_load(model_path, exc) from None
         except (SafetensorError, OSError) as exc:  # random bytes or a truncated weights file
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise UserError(

@@ -140,3 +140,60 @@ def test_rng_streams_round_trip_exactly_through_a_safe_load(tmp_path):
     want = draws()
     set_rng_state(torch.load(tmp_path / "rng.pt", weights_only=True))
     assert draws() == want
+
+
+# ---------------------------------------------------------------- pytorch_model.bin weights
+
+
+def _bin_model(tiny_llama_dir: Path, dest: Path, payload: _Payload | None, zipped: bool = True) -> Path:
+    """The tiny model with its weights as pytorch_model.bin (plus `payload` when given)."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    shutil.copytree(tiny_llama_dir, dest)
+    weights: dict = load_file(dest / "model.safetensors")
+    (dest / "model.safetensors").unlink()
+    if payload is not None:
+        weights["evil"] = payload
+    torch.save(weights, dest / "pytorch_model.bin", _use_new_zipfile_serialization=zipped)
+    return dest
+
+
+@pytest.mark.parametrize("zipped", [True, False], ids=["zip", "legacy"])
+def test_bin_weights_payload_is_one_line_in_every_command(zipped, tiny_llama_dir, corpus_path, tmp_path, capsys):
+    marker = tmp_path / "payload-ran"
+    model = _bin_model(tiny_llama_dir, tmp_path / "model", _Payload(marker), zipped)
+    weights = model / "pytorch_model.bin"
+    capsys.readouterr()
+    commands = {
+        "eval": ["eval", "--ckpts", str(model), "--tasks", "vt", "--lengths", "1k", "--samples", "1",
+                 "--no-progress", "--cache-dir", "none", "--out", str(tmp_path / "eval")],
+        "train": _args(model, corpus_path, tmp_path / "train", "--steps", "1"),
+        "diagnose": ["diagnose", "rope", "--ckpt", str(model), "--dtypes", "fp32", "--shifts", "0,2",
+                     "--seq-len", "64", "--logit-lengths", "none", "--num-samples", "1", "--no-plots",
+                     "--device", "cpu", "--out", str(tmp_path / "diag")],
+    }  # fmt: skip
+    for name, argv in commands.items():
+        assert main(argv) == 2, name
+        msg = _one_line_error(capsys)
+        assert f"{weights} was not loaded: it holds more than tensors and plain values (" in msg, (name, msg)
+        assert "system" in msg and "safetensors" in msg, (name, msg)
+        assert not marker.exists(), name
+    assert not (tmp_path / "train").exists() and not (tmp_path / "eval" / "samples.jsonl").exists()
+
+
+def test_plain_bin_weights_still_load(tiny_llama_dir, tmp_path):
+    """Only payloads are refused: a .bin of tensors evaluates like the safetensors checkpoint."""
+    import json
+
+    from harness.store import read_store
+
+    model = _bin_model(tiny_llama_dir, tmp_path / "model", None)
+    common = ["--tasks", "vt", "--lengths", "1k", "--samples", "1", "--no-progress", "--cache-dir", "none"]
+    assert main(["eval", "--ckpts", str(model), *common, "--out", str(tmp_path / "bin")]) == 0
+    assert main(["eval", "--ckpts", str(tiny_llama_dir), *common, "--out", str(tmp_path / "st")]) == 0
+    got, want = (read_store(tmp_path / d / "samples.jsonl")[1] for d in ("bin", "st"))
+    assert [r["prediction"] for r in got] == [r["prediction"] for r in want]
+    assert json.loads((tmp_path / "bin" / "results.json").read_text())
