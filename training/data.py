@@ -145,7 +145,7 @@ def _token_docs(path: Path, tokenizer) -> Iterator[list[int]]:
     dtype = "<u2" if len(tokenizer) <= 65536 else "<u4"
     try:
         if _suffix(path) == ".npy":
-            arr = np.load(path, mmap_mode="r")
+            arr = np.load(path, mmap_mode="r", allow_pickle=False)  # object arrays would unpickle
         elif path.stat().st_size == 0:
             arr = np.zeros(0, dtype=dtype)  # mmap cannot map an empty file
         else:

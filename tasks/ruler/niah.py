@@ -105,7 +105,7 @@ class EssayCosts:
             tok = hashlib.sha256(counter.backend.to_str().encode()).hexdigest()[:16]
             self.path = Path(cache) / "essay_costs" / f"{tok}-{corpus_hash}.npy"
             try:
-                loaded = np.load(self.path)
+                loaded = np.load(self.path, allow_pickle=False)  # a cache file is untrusted input
                 if loaded.ndim == 1 and loaded[0] == 0 and len(loaded) <= self.W + 1:
                     self.cum = loaded.astype(np.int64)
             except (OSError, ValueError):
