@@ -33,7 +33,7 @@ from harness.runners.base import GenerationRequest, LoglikelihoodRequest, Runner
 from harness.runners.common import cut_at_stop, encode_pair, prompt_ids
 from harness.runners.endpoint import Endpoint, RequestRejected, api_key_from_env
 from harness.runners.registry import register_runner
-from harness.runners.replies import ChatCompletion, Completion, CompletionChoice
+from harness.runners.replies import ChatCompletion, Completion, CompletionChoice, ScoredCompletion
 
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 600.0
@@ -190,7 +190,7 @@ class OpenAIRunner:
             "logprobs": 1,
             "echo": True,
         }
-        choice = self.endpoint.post("/completions", payload, Completion).choices[0]
+        choice = self.endpoint.post("/completions", payload, ScoredCompletion).choices[0]
         return self._sum_prompt_logprobs(choice, range(len(ctx), len(ctx) + len(cont)), cont)
 
     def _sum_prompt_logprobs(self, choice: CompletionChoice, positions: range, cont: list[int]) -> tuple[float, bool]:

@@ -111,6 +111,19 @@ class Completion(_Reply):
     usage: Usage | None = None
 
 
+class ScoredCompletion(Completion):
+    """The answer to echo + logprobs (a loglikelihood request): the prompt's log-probs must be there,
+    in vLLM's form or OpenAI's (planning asked the server once whether it gives them at all)."""
+
+    @model_validator(mode="after")
+    def _has_prompt_logprobs(self) -> ScoredCompletion:
+        choice = self.choices[0]
+        lp = choice.logprobs
+        if choice.prompt_logprobs is None and (lp is None or lp.token_logprobs is None or lp.top_logprobs is None):
+            raise ValueError("no prompt log-probs (prompt_logprobs, or logprobs.token_logprobs and top_logprobs)")
+        return self
+
+
 # ---------------------------------------------------------------- POST /v1/chat/completions
 
 
@@ -165,7 +178,12 @@ class ModelList(_Reply):
 
 R = TypeVar("R", bound=_Reply)
 
-_ROUTE_NAMES = {Completion: "a completion", ChatCompletion: "a chat completion", ModelList: "a model list"}
+_ROUTE_NAMES = {
+    Completion: "a completion",
+    ScoredCompletion: "a completion with prompt log-probs",
+    ChatCompletion: "a chat completion",
+    ModelList: "a model list",
+}
 
 
 def snippet(body: Any) -> str:

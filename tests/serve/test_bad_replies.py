@@ -115,6 +115,7 @@ LOGLIKELIHOOD_CASES = [
     ("NaN prompt log-prob", COMPLETIONS, _logprob_at(math.nan), "Input should be a finite number"),
     ("positive prompt log-prob", COMPLETIONS, _logprob_at(0.5), "Input should be less than or equal to 0"),
     ("null prompt log-prob", COMPLETIONS, _logprob_at(None), "only the first prompt position may have no log-prob"),
+    ("no prompt log-probs", COMPLETIONS, _choice(logprobs=...), "not a completion with prompt log-probs (no prompt"),
 ]
 
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from harness.runners.replies import ChatCompletion, Completion, ModelList, ReplyError, parse
+from harness.runners.replies import ChatCompletion, Completion, ModelList, ReplyError, ScoredCompletion, parse
 
 # As vLLM 0.x answers an echo + logprobs=1 + prompt_logprobs request (trimmed to three tokens).
 VLLM_ECHO = {
@@ -136,3 +136,14 @@ def test_malformed_model_list(reply, named):
     with pytest.raises(ReplyError, match="not a model list") as info:
         parse(ModelList, reply)
     assert named in str(info.value)
+
+
+def test_a_scored_completion_must_carry_the_prompt_logprobs():
+    assert parse(ScoredCompletion, VLLM_ECHO).choices[0].prompt_logprobs
+    openai_form = _with(["choices", 0, "prompt_logprobs"], None)
+    assert parse(ScoredCompletion, openai_form).choices[0].logprobs
+    for missing in (_with(["choices", 0, "logprobs"], None), _with(["choices", 0, "logprobs", "top_logprobs"], None)):
+        missing["choices"][0].pop("prompt_logprobs")
+        assert parse(Completion, missing)  # a plain completion may go without (the planning probe's question)
+        with pytest.raises(ReplyError, match="not a completion with prompt log-probs"):
+            parse(ScoredCompletion, missing)
