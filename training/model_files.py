@@ -108,8 +108,17 @@ def load_tokenizer_for(job: TrainJob):
         raise UserError(f"{problem}: the tokenizer files must be in the --model directory") from None
 
 
+def context_after_training(model_positions: int | None, window: int) -> int:
+    """The context a continued model's config claims: the larger of what it had and the window.
+
+    Writing the window alone would shrink a model continued at a shorter window than it was
+    trained for (SmolLM2's 8192 positions continued at 1024 would then be refused at 2K by eval)."""
+    return max(int(model_positions or 0), int(window))
+
+
 def load_model(job: TrainJob, device):
-    """(model, rope_theta) with window and rope theta written into the config before init."""
+    """(model, rope_theta) with the context (`context_after_training`) and rope theta written into
+    the config before init."""
     import torch
     from safetensors import SafetensorError
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -120,7 +129,9 @@ def load_model(job: TrainJob, device):
         config = AutoConfig.from_pretrained(path, local_files_only=local)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot load model config from {path!r} ({_first_line(exc)}); {_FIX}") from None
-    config.max_position_embeddings = job.data.window
+    config.max_position_embeddings = context_after_training(
+        getattr(config, "max_position_embeddings", None), job.data.window
+    )
     rope = dict(getattr(config, "rope_parameters", None) or {})
     if job.model.rope_theta is not None:
         rope["rope_theta"] = float(job.model.rope_theta)
