@@ -92,12 +92,21 @@ def check_model_dir(path: Path) -> None:
     for f in weights:
         if f.suffix == ".safetensors":
             check_safetensors(f)
+    from harness.sources.config_schema import check_shapes, validate_config
+
+    # wrong types, NaN rope theta, weights of another shape: one line now, not a traceback later
+    check_shapes(path, validate_config(data, str(config)))
 
 
 def load_tokenizer_for(job: TrainJob):
     """The tokenizer of the model directory (checked first), with errors that name --model."""
+    from harness.sources import model_file_source
     from tasks.tokenization import load_tokenizer
 
+    src = model_file_source(job.model.path)  # a GGUF file or packaged model: checked by its source
+    if src is not None:
+        src.check("hf")
+        return src.load_tokenizer()
     if check_model_path(job.model.path):
         check_model_dir(Path(job.model.path))
     try:
@@ -123,10 +132,14 @@ def load_model(job: TrainJob, device):
     from safetensors import SafetensorError
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    from harness.sources import load_target, model_file_source
+
     path = job.model.path
-    local = check_model_path(path)
+    src = model_file_source(path)  # a GGUF file or packaged model (else a folder or hub name)
+    local = True if src is not None else check_model_path(path)
+    target = load_target(src.checkpoint.path if src is not None else path)
     try:
-        config = AutoConfig.from_pretrained(path, local_files_only=local)
+        config = AutoConfig.from_pretrained(target.model, local_files_only=local, **target.kwargs)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot load model config from {path!r} ({_first_line(exc)}); {_FIX}") from None
     config.max_position_embeddings = context_after_training(
@@ -140,7 +153,9 @@ def load_model(job: TrainJob, device):
     config.use_cache = False
     try:
         # fp32 master weights: bf16 runs use autocast, so the optimizer never rounds updates away.
-        model = AutoModelForCausalLM.from_pretrained(path, config=config, local_files_only=local, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(
+            target.model, config=config, local_files_only=local, dtype=torch.float32, **target.kwargs
+        )
     except torch.OutOfMemoryError:
         raise
     except (SafetensorError, OSError, ValueError, EOFError, RuntimeError) as exc:
@@ -148,6 +163,8 @@ def load_model(job: TrainJob, device):
         raise UserError(
             f"cannot load the weights in {path} ({_first_line(exc)}): re-download or re-save the model"
         ) from None
+    if src is not None:
+        src.after_load(model)  # a GGUF model: saveable like any other (checkpoints)
     model.to(device)
     if job.model.grad_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})

@@ -59,7 +59,15 @@ def config_context(config: dict) -> int | None:
 
 
 def context_length(model_path: str, max_model_len: int | None) -> int:
-    """The context a run uses: --max-model-len, else the config's max_position_embeddings."""
+    """The context a run uses: --max-model-len, else the model's own (a folder's config
+    max_position_embeddings, a GGUF file's context_length: asked of its model source)."""
+    from harness.sources import kind_of_path
+
+    return kind_of_path(model_path).context_of(model_path, max_model_len)
+
+
+def folder_context_length(model_path: str, max_model_len: int | None) -> int:
+    """--max-model-len, else the config's max_position_embeddings (a local folder or a hub name)."""
     if max_model_len:
         return int(max_model_len)
     if Path(model_path).is_dir():
