@@ -26,12 +26,25 @@ import struct
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
 from harness.errors import UserError
 
 PositiveInt = Annotated[int, Field(gt=0, strict=True)]
+NonNegativeInt = Annotated[int, Field(ge=0, strict=True)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
+
+
+def _whole(value: float) -> float:
+    if not float(value).is_integer():
+        raise ValueError("not a whole number")
+    return value
+
+
+# A count of positions: a whole number (some configs write it as 1200.0)
+Positions = PositiveInt | Annotated[PositiveFloat, AfterValidator(_whole)]
+# A model dimension: one number, or one per layer / per part in some layouts (gemma3n, lxmert)
+Dim = PositiveInt | list[NonNegativeInt] | dict[str, Any]
 
 
 class RopeSchema(BaseModel):
@@ -65,14 +78,14 @@ class ModelConfigSchema(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model_type: Annotated[str, Field(strict=True)] | None = None
-    max_position_embeddings: PositiveInt | None = None
-    hidden_size: PositiveInt | None = None
-    num_hidden_layers: PositiveInt | None = None
-    num_attention_heads: PositiveInt | None = None
-    num_key_value_heads: PositiveInt | None = None
-    intermediate_size: PositiveInt | None = None
+    max_position_embeddings: Positions | None = None
+    hidden_size: Dim | None = None
+    num_hidden_layers: Dim | None = None
+    num_attention_heads: Dim | None = None
+    num_key_value_heads: Dim | None = None
+    intermediate_size: Dim | None = None
     vocab_size: PositiveInt | None = None
-    head_dim: PositiveInt | None = None
+    head_dim: NonNegativeInt | None = None  # 0 or absent: hidden_size / num_attention_heads
     rope_theta: PositiveFloat | None = None
     # one RoPE block, or one per layer type (e.g. {"full_attention": {...}, "sliding_attention": {...}})
     rope_parameters: RopeParameters | None = None
@@ -88,6 +101,8 @@ _WHAT = {
     "string_type": "text",
     "model_type": "an object",
     "dict_type": "an object",
+    "value_error": "a whole number",
+    "list_type": "a whole number",
 }
 
 
@@ -99,9 +114,18 @@ def _describe(value: Any) -> str:
     return repr(value)[:60]
 
 
-def _is_branch_name(part: Any) -> bool:
-    """pydantic names the union branch in an error's location (RopeSchema, dict[str,RopeSchema])."""
-    return isinstance(part, str) and (part[:1].isupper() or "[" in part)
+def _field_path(data: Any, loc: tuple) -> str:
+    """The dotted field path of an error location: pydantic puts union branch names
+    (constrained-int, RopeSchema, ...) between the keys; only the input's own keys are kept."""
+    parts, node = [], data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            parts.append(str(part))
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            parts.append(str(part))
+            node = node[part]
+    return ".".join(parts)
 
 
 def validate_config(data: Any, where: str) -> ModelConfigSchema:
@@ -113,7 +137,7 @@ def validate_config(data: Any, where: str) -> ModelConfigSchema:
     except ValidationError as exc:
         # a union reports one error per branch; the first names the field and the expectation
         err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"] if not _is_branch_name(p))
+        loc = _field_path(data, err["loc"])
         expected = _WHAT.get(err["type"], err["msg"].lower())
         raise UserError(
             f"{where}: {loc} is {_describe(err.get('input'))}, expected {expected}: fix that field or re-save the checkpoint"
@@ -156,10 +180,9 @@ _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.(self_attn\.[qkvo]_proj|mlp\.(?:gat
 def expected_shapes(cfg: ModelConfigSchema) -> dict[str, tuple[int, int]] | None:
     """Matrix kind -> shape the config implies; None when the config lacks the dimensions."""
     c = cfg.text_config or cfg
-    if not (c.hidden_size and c.num_attention_heads and c.vocab_size):
-        return None
-    hidden, heads = c.hidden_size, c.num_attention_heads
-    kv = c.num_key_value_heads or heads
+    hidden, heads, kv = c.hidden_size, c.num_attention_heads, c.num_key_value_heads or c.num_attention_heads
+    if not (isinstance(hidden, int) and isinstance(heads, int) and isinstance(kv, int) and c.vocab_size):
+        return None  # a layout with per-layer dimensions: not compared
     head_dim = c.head_dim or hidden // heads
     out = {
         "embed_tokens": (c.vocab_size, hidden),
@@ -169,7 +192,7 @@ def expected_shapes(cfg: ModelConfigSchema) -> dict[str, tuple[int, int]] | None
         "self_attn.v_proj": (kv * head_dim, hidden),
         "self_attn.o_proj": (hidden, heads * head_dim),
     }
-    if c.intermediate_size:
+    if isinstance(c.intermediate_size, int):
         inter = c.intermediate_size
         out.update({"mlp.gate_proj": (inter, hidden), "mlp.up_proj": (inter, hidden), "mlp.down_proj": (hidden, inter)})
     return out
@@ -201,7 +224,7 @@ def check_shapes(folder: Path, cfg: ModelConfigSchema) -> None:
                     "the weights and config.json are of different models; re-save the checkpoint"
                 )
     n_layers = (cfg.text_config or cfg).num_hidden_layers
-    if n_layers:
+    if isinstance(n_layers, int):
         for kind, seen in sorted(layers_seen.items()):
             missing = sorted(set(range(n_layers)) - seen)
             extra = sorted(i for i in seen if i >= n_layers)
