@@ -119,10 +119,9 @@ def _field_path(data: Any, loc: tuple) -> str:
     (constrained-int, RopeSchema, ...) between the keys; only the input's own keys are kept."""
     parts, node = [], data
     for part in loc:
-        if isinstance(node, dict) and part in node:
-            parts.append(str(part))
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        in_dict = isinstance(node, dict) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if in_dict or in_list:
             parts.append(str(part))
             node = node[part]
     return ".".join(parts)
