@@ -352,7 +352,9 @@ def plan_eval(cfg: EvalConfig) -> Plan:
         src.check(cfg.backend)  # damaged or inconsistent models: an error now, before any work
     ckpts = [src.checkpoint for src in sources]
     label, full, tasks, unavailable = _resolve_tasks(cfg)
-    tokenizer = sources[0].load_tokenizer()
+    # Torch-free where exact (a run with nothing left to compute never imports transformers); a
+    # chat template needs the transformers tokenizer
+    tokenizer = sources[0].load_tokenizer(light=not cfg.chat_template)
     tok_fp = tokenizer_fingerprint(tokenizer)
     for src in sources:
         tasks = src.filter_tasks(tasks, unavailable, tokenizer)

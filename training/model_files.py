@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import json
 import re
-import struct
 from pathlib import Path
 
 from harness.errors import UserError
 from training.config import TrainJob
 
-_MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit on the JSON header
 _FIX = "pass --model with a save_pretrained directory (config.json, weights, tokenizer files)"
 
 
@@ -41,24 +39,9 @@ def check_model_path(path: str) -> bool:
 
 def check_safetensors(path: Path) -> None:
     """UserError when `path` is not a complete safetensors file (see the module docstring)."""
-    damaged = f"{path} is damaged"
-    fix = "re-download or re-save the model"
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(8)
-        if len(head) < 8:
-            raise UserError(f"{damaged} ({size} bytes, shorter than a safetensors header): {fix}")
-        (n,) = struct.unpack("<Q", head)
-        if n > min(size - 8, _MAX_HEADER):
-            raise UserError(f"{damaged} (not a safetensors file, or truncated inside its header): {fix}")
-        try:
-            header = json.loads(f.read(n))
-            ends = [int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"]
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-            raise UserError(f"{damaged} (its safetensors header is not valid JSON): {fix}") from None
-    need = 8 + n + max(ends, default=0)
-    if size < need:
-        raise UserError(f"{damaged} (truncated: {size} of {need} bytes): {fix}")
+    from harness.sources.config_schema import safetensors_shapes
+
+    safetensors_shapes(path)
 
 
 def check_model_dir(path: Path) -> None:

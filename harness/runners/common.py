@@ -38,20 +38,18 @@ def check_tokenizer_present(model_path: str) -> None:
 
 def check_weights(model_path: str) -> None:
     """Every *.safetensors of a local checkpoint has a readable header covering the whole file:
-    random bytes or a truncated copy are named before any work (reads headers only)."""
+    random bytes or a truncated copy are named before any work (reads headers only, no torch)."""
     if not Path(model_path).is_dir():
         return
-    from safetensors import SafetensorError, safe_open
+    from harness.sources.config_schema import safetensors_shapes
 
     for f in sorted(Path(model_path).glob("*.safetensors")):
         try:
-            with safe_open(str(f), framework="pt"):
-                pass
-        except (SafetensorError, OSError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise UserError(
-                f"{f} is damaged or incomplete ({first}): re-save the checkpoint, or leave it out of --ckpts"
-            ) from None
+            safetensors_shapes(f)
+        except UserError as exc:
+            raise UserError(f"{exc}; or leave it out of --ckpts") from None
+        except OSError as exc:
+            raise UserError(f"cannot read {f} ({exc.strerror}): check its permissions") from None
 
 
 def config_context(config: dict) -> int | None:

@@ -17,7 +17,7 @@ and, per source:
   check(backend)      cheap validation before any work: one-line UserError on a bad model
   incomplete()        why a training checkpoint is unfinished (skipped with a warning), or None
   tokenizer_id()      a cheap id to compare the tokenizers of several sources
-  load_tokenizer()    the tokenizer prompts are built and counted with (the runner's own)
+  load_tokenizer(light)  the tokenizer prompts are built and counted with (the runner's own)
   context_length(n)   the context a run uses (n: --max-model-len; the class method context_of(path, n)
                       answers the same for a path, as the runners ask)
   runner_settings(cfg, context), record_settings(cfg), provenance()
@@ -110,7 +110,10 @@ class ModelSource:
         which may be unreachable until its runner loads it)."""
         raise NotImplementedError
 
-    def load_tokenizer(self):
+    def load_tokenizer(self, light: bool = False):
+        """The tokenizer; `light`: a tasks.tokenization.LightTokenizer where it is exact (the same
+        ids, texts and fingerprint without importing transformers and torch: planning a run that
+        has nothing to compute stays fast); it has no chat template."""
         raise NotImplementedError
 
     def context_length(self, max_model_len: int | None) -> int:

@@ -79,9 +79,11 @@ class CheckpointSource(ModelSource):
             return None  # a hub model is not read here
         return ("files", tokenizer_fingerprint(self.checkpoint.path))
 
-    def load_tokenizer(self):
-        from tasks.tokenization import load_tokenizer
+    def load_tokenizer(self, light: bool = False):
+        from tasks.tokenization import load_generation_tokenizer, load_tokenizer
 
+        if light and self.checkpoint.local:
+            return load_generation_tokenizer(self.checkpoint.path)
         return load_tokenizer(
             self.checkpoint.path, fix="re-save the tokenizer beside the model (tokenizer.save_pretrained)"
         )

@@ -157,20 +157,36 @@ def read_config_json(path: Path) -> dict:
     return data
 
 
+_MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit on the JSON header
+
+
 def safetensors_shapes(path: Path) -> dict[str, tuple[int, ...]]:
-    """Tensor name -> shape from a safetensors file's header (the header only)."""
+    """Tensor name -> shape from a safetensors file's header, which is checked against the file:
+    an 8-byte little-endian length N, N bytes of JSON {name: {"dtype", "shape", "data_offsets":
+    [begin, end]}} (offsets into the bytes after the header), then the data. Random bytes fail the
+    header parse; a file shorter than 8 + N + the largest end offset is truncated. Reads the header
+    only (no torch)."""
+    damaged = f"{path} is damaged"
+    fix = "re-download or re-save the model"
+    size = path.stat().st_size
     with open(path, "rb") as f:
         head = f.read(8)
         if len(head) < 8:
-            raise UserError(f"{path} is damaged (shorter than a safetensors header): re-save the checkpoint")
+            raise UserError(f"{damaged} ({size} bytes, shorter than a safetensors header): {fix}")
         (n,) = struct.unpack("<Q", head)
+        if n > min(size - 8, _MAX_HEADER):
+            raise UserError(f"{damaged} (not a safetensors file, or truncated inside its header): {fix}")
         try:
-            header = json.loads(f.read(min(n, 100 * 1024 * 1024)))
-            return {k: tuple(int(d) for d in v["shape"]) for k, v in header.items() if k != "__metadata__"}
-        except (ValueError, TypeError, KeyError, AttributeError):
-            raise UserError(
-                f"{path} is damaged (its safetensors header is unreadable): re-save the checkpoint"
-            ) from None
+            header = json.loads(f.read(n))
+            tensors = {k: v for k, v in header.items() if k != "__metadata__"}
+            ends = [int(v["data_offsets"][1]) for v in tensors.values()]
+            shapes = {k: tuple(int(d) for d in v["shape"]) for k, v in tensors.items()}
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, UnicodeDecodeError):
+            raise UserError(f"{damaged} (its safetensors header is not valid JSON): {fix}") from None
+    need = 8 + n + max(ends, default=0)
+    if size < need:
+        raise UserError(f"{damaged} (truncated: {size} of {need} bytes): {fix}")
+    return shapes
 
 
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.(self_attn\.[qkvo]_proj|mlp\.(?:gate|up|down)_proj)\.weight$")

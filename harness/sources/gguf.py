@@ -224,7 +224,7 @@ class GGUFSource(ModelSource):
     def __init__(self, checkpoint: Checkpoint):
         super().__init__(checkpoint)
         self._header = None
-        self._tokenizer = None
+        self._tokenizers: dict[bool, object] = {}
 
     @property
     def header(self):
@@ -261,7 +261,9 @@ class GGUFSource(ModelSource):
                 f"the installed vLLM cannot load GGUF files ({path.name}): convert it once with "
                 f"`harness convert {self.checkpoint.model} --out DIR` and pass DIR, or use --backend hf"
             )
-        self.load_tokenizer()  # the first conversion is where transformers names an architecture it cannot read
+        self.load_tokenizer(
+            light=True
+        )  # the first conversion is where transformers names an architecture it cannot read
 
     def tokenizer_id(self) -> tuple[str, str | None] | None:
         return ("gguf", self.header.tokenizer_digest)
@@ -269,18 +271,19 @@ class GGUFSource(ModelSource):
     def after_load(self, model) -> None:
         drop_quantization_marker(model)
 
-    def load_tokenizer(self):
-        if self._tokenizer is None:
+    def load_tokenizer(self, light: bool = False):
+        if light not in self._tokenizers:
             self.header  # noqa: B018  (a damaged file is named by the header check, not by transformers)
             path = Path(self.checkpoint.path)
             folder = prepare_tokenizer(path, self.checkpoint.fingerprint)
             if folder is not None:
-                from tasks.tokenization import load_tokenizer
+                from tasks.tokenization import load_generation_tokenizer, load_tokenizer
 
-                self._tokenizer = load_tokenizer(str(folder))
+                loader = load_generation_tokenizer if light else load_tokenizer
+                self._tokenizers[light] = loader(str(folder))
             else:
-                self._tokenizer = load_tokenizer_direct(path)
-        return self._tokenizer
+                self._tokenizers[light] = load_tokenizer_direct(path)
+        return self._tokenizers[light]
 
     @classmethod
     def context_of(cls, path: str, max_model_len: int | None) -> int:

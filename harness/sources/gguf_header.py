@@ -103,11 +103,19 @@ class _Cursor:
         except UnicodeDecodeError:
             raise self.fail(f"a string at byte {self.pos - n} is not UTF-8") from None
 
-    def skip_string(self) -> None:
-        n = self.unpack("<Q")
-        if self.pos + n > len(self.buf):
-            raise self.fail(f"its header runs past the end of the file at byte {self.pos}")
-        self.pos += n
+    def skip_strings(self, count: int) -> None:
+        """Step over `count` strings (a token list: tens of thousands; one tight loop)."""
+        buf, pos, end = self.buf, self.pos, len(self.buf)
+        read_len = struct.Struct("<Q").unpack_from
+        for _ in range(count):
+            if pos + 8 > end:  # also after a length that ran past the end
+                self.pos = min(pos, end)
+                raise self.fail(f"its header runs past the end of the file at byte {self.pos}")
+            pos += 8 + read_len(buf, pos)[0]
+        if pos > end:
+            self.pos = end
+            raise self.fail(f"its header runs past the end of the file at byte {end}")
+        self.pos = pos
 
     def value(self, vtype: int, keep: bool):
         if vtype in _SCALARS:
@@ -128,8 +136,7 @@ class _Cursor:
             if etype == _STRING:
                 if keep and count <= _SHORT_ARRAY:
                     return [self.string() for _ in range(count)]
-                for _ in range(count):
-                    self.skip_string()
+                self.skip_strings(count)
                 return ("array", etype, count)
             if etype == _ARRAY:  # nested arrays: rare; walk them
                 items = [self.value(_ARRAY, keep) for _ in range(count)]

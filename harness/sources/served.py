@@ -113,7 +113,7 @@ class ServedSource(ModelSource):
     def tokenizer_id(self) -> tuple[str, str | None] | None:
         return None  # one served model per run
 
-    def load_tokenizer(self):
+    def load_tokenizer(self, light: bool = False):
         return self._tokenizer
 
     def context_length(self, max_model_len: int | None) -> int:

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from gguf_fixture import write_tiny_gguf
+
+from .gguf_fixture import write_tiny_gguf
 
 # tests/serve/tiny_server.py: the stdlib OpenAI-compatible server the served-model tests use
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "serve"))

@@ -10,10 +10,11 @@ import warnings
 from pathlib import Path
 
 import pytest
-from sources_util import run_cli
 
 from harness.errors import UserError
 from harness.sources.config_schema import check_config_and_shapes, validate_config
+
+from .sources_util import run_cli
 
 EVAL = ("--tasks", "vt", "--lengths", "1k", "--samples", "1", "--no-progress", "--cache-dir", "none")
 
@@ -69,9 +70,9 @@ def test_a_bad_config_is_one_line_before_any_work(case, tiny_llama_dir, tmp_path
 
 
 def test_gguf_metadata_is_checked_by_the_same_schema(tiny_llama_dir, tmp_path):
-    from gguf_fixture import write_tiny_gguf
-
     from harness.sources import source_for
+
+    from .gguf_fixture import write_tiny_gguf
 
     model = _edited(Path(tiny_llama_dir), tmp_path / "model", lambda c: c.update(rope_theta=0.0))
     model_cfg = json.loads((model / "config.json").read_text())

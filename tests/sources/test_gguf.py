@@ -10,13 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from gguf_fixture import write_tiny_gguf
-from sources_util import run_cli
 
 from harness.errors import UserError
 from harness.sources import source_for
 from harness.sources.gguf_header import GGUFError, read_header
 from harness.store import read_store
+
+from .gguf_fixture import write_tiny_gguf
+from .sources_util import run_cli
 
 COMMON = ("--tasks", "vt", "--lengths", "1k", "--samples", "2", "--no-progress", "--cache-dir", "none")
 

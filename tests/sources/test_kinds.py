@@ -8,12 +8,13 @@ import json
 import shutil
 
 import pytest
-from sources_util import run_cli
 
 from harness.checkpoints import load_checkpoint
 from harness.sources import base, run_model, select_sources
 from harness.sources.base import LoadTarget, ModelSource
 from harness.store import read_store
+
+from .sources_util import run_cli
 
 ALIASES: dict[str, str] = {}
 
@@ -52,7 +53,7 @@ class AliasSource(ModelSource):
     def tokenizer_id(self):
         return ("alias", self.checkpoint.path)
 
-    def load_tokenizer(self):
+    def load_tokenizer(self, light: bool = False):
         from tasks.tokenization import load_tokenizer
 
         return load_tokenizer(ALIASES[self.checkpoint.path.split(":", 1)[1]])
