@@ -260,6 +260,8 @@ def check_same_tokenizer(sources: list[ModelSource]) -> None:
     """UserError when the sources do not share one tokenizer. Sources of one namespace (folders:
     their tokenizer files) compare cheap ids; across namespaces (a GGUF file beside a folder) the
     loaded tokenizers' fingerprints are compared, one load per distinct id."""
+    if len(sources) < 2:
+        return
     by_id: dict[tuple[str, str | None], ModelSource] = {}
     for s in sources:
         ident = s.tokenizer_id()

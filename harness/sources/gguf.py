@@ -253,14 +253,14 @@ class GGUFSource(ModelSource):
         from harness.sources.config_schema import validate_config
 
         path = Path(self.checkpoint.path)
-        validate_config(self.config_view(), f"{path} (GGUF metadata)")
-        if _gguf_missing():
-            raise UserError(f"reading GGUF files needs the gguf package: {SETUP}")
         if backend == "vllm" and not vllm_reads_gguf():
             raise UserError(
                 f"the installed vLLM cannot load GGUF files ({path.name}): convert it once with "
                 f"`harness convert {self.checkpoint.model} --out DIR` and pass DIR, or use --backend hf"
             )
+        if _gguf_missing():
+            raise UserError(f"reading GGUF files needs the gguf package: {SETUP}")
+        validate_config(self.config_view(), f"{path} (GGUF metadata)")
         self.load_tokenizer(
             light=True
         )  # the first conversion is where transformers names an architecture it cannot read
