@@ -1,4 +1,6 @@
-"""Checkpoint selection for `harness eval --ckpts SPEC [--last N]`.
+"""Checkpoint folders for `harness eval --ckpts SPEC [--last N]` (the folder kind of model source,
+harness/sources/checkpoint.py; GGUF files and served models are other kinds, and
+`select_checkpoints` resolves every kind).
 
     from harness.checkpoints import select_checkpoints, check_same_tokenizer, run_name_default
     ckpts = select_checkpoints("runs/anchor/ckpt-<1950..2000>")   # existing dirs, sorted by step
