@@ -220,14 +220,17 @@ def _light_spec(path: str) -> tuple[Tokenizer | None, dict[str, str], str]:
     return backend, special, ""
 
 
-def load_generation_tokenizer(name_or_path: str) -> LightTokenizer | PreTrainedTokenizerBase:
-    """The tokenizer `harness generate` uses: a `LightTokenizer` for a local directory that
-    transformers would load unchanged (no transformers, no torch), else `load_tokenizer`'s."""
+def load_generation_tokenizer(
+    name_or_path: str, fix: str = _PASS_TOKENIZER
+) -> LightTokenizer | PreTrainedTokenizerBase:
+    """The tokenizer `harness generate` (and eval's planning) uses: a `LightTokenizer` for a local
+    directory that transformers would load unchanged (no transformers, no torch), else
+    `load_tokenizer`'s (`fix` ends its error message)."""
     if os.path.isdir(name_or_path):
         backend, special, _why = _light_spec(name_or_path)
         if backend is not None:
             return LightTokenizer(backend, special, name_or_path)
-    return load_tokenizer(name_or_path)
+    return load_tokenizer(name_or_path, fix)
 
 
 def adds_bos(tokenizer) -> bool:

@@ -82,11 +82,10 @@ class CheckpointSource(ModelSource):
     def load_tokenizer(self, light: bool = False):
         from tasks.tokenization import load_generation_tokenizer, load_tokenizer
 
+        fix = "re-save the tokenizer beside the model (tokenizer.save_pretrained)"
         if light and self.checkpoint.local:
-            return load_generation_tokenizer(self.checkpoint.path)
-        return load_tokenizer(
-            self.checkpoint.path, fix="re-save the tokenizer beside the model (tokenizer.save_pretrained)"
-        )
+            return load_generation_tokenizer(self.checkpoint.path, fix)
+        return load_tokenizer(self.checkpoint.path, fix)
 
     @classmethod
     def context_of(cls, path: str, max_model_len: int | None) -> int:
