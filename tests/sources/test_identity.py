@@ -100,6 +100,13 @@ def _check_changed(out: Path, key: str, value, before: int) -> None:
     check_claims(new, results["provenance"])
     with pytest.raises(AssertionError):
         check_claims(records[:before], results["provenance"])  # the old records would contradict it
+    # `harness report samples.jsonl` re-aggregates the last-written settings only
+    from harness.aggregate import results_from_store
+
+    again = results_from_store(out / "samples.jsonl")
+    assert again["suites"]["custom"]["per_task"]["vt"]["1024"]["num_samples"] == 2
+    if key in again["provenance"]:
+        assert again["provenance"][key] == value
 
 
 @pytest.mark.parametrize(("flags", "key", "value"), CHANGES, ids=[c[1] for c in CHANGES])
