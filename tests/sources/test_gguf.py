@@ -251,3 +251,16 @@ def test_train_continues_a_gguf_model(tiny_gguf, tmp_path):
     config = json.loads((out / "ckpt-1" / "config.json").read_text())
     assert config["max_position_embeddings"] == 8192 and "quantization_config" not in config
     assert source_for(str(out / "ckpt-1")).kind == "checkpoint"
+
+
+def test_diagnose_a_gguf_equals_its_folder(tiny_gguf, tiny_llama_dir, tmp_path):
+    """diagnose rope --ckpt FILE.gguf: the same weights give the same deviation curve as the folder."""
+    common = ["--dtypes", "fp32", "--shifts", "0,16", "--seq-len", "64", "--num-samples", "1"]
+    common += ["--logit-lengths", "none", "--kernel", "sdpa", "--device", "cpu", "--no-plots"]
+    curves = []
+    for model, name in ((tiny_llama_dir, "dir"), (tiny_gguf, "gguf")):
+        code, _, err = run_cli("diagnose", "rope", "--ckpt", str(model), *common, "--out", str(tmp_path / name))
+        assert code == 0, err
+        data = json.loads((tmp_path / name / "rope_diagnostic.json").read_text())
+        curves.append(data["runs"][0]["D"]["mean"])
+    assert curves[0] == curves[1]
