@@ -545,6 +545,16 @@ def _registry_length_controlled(names: list[str]) -> bool | None:
     return any(flags) if flags else None
 
 
+def _latest_settings(records: list[dict]) -> list[dict]:
+    """Per checkpoint, the records computed with the settings of its most recently written record:
+    a store swept over a setting (--dtype, --rope-theta, ...) holds one record set per value, and
+    averaging them together would report a setting no record had."""
+    from harness.identity import settings_id
+
+    latest = {r["checkpoint"]["fingerprint"]: settings_id(r.get("settings")) for r in records}
+    return [r for r in records if settings_id(r.get("settings")) == latest[r["checkpoint"]["fingerprint"]]]
+
+
 def results_from_store(
     path: str | Path, threshold: float = DEFAULT_THRESHOLD, suite_tasks: dict[str, list[str]] | None = None
 ) -> dict:
@@ -552,7 +562,8 @@ def results_from_store(
 
     suite_tasks gives each suite's full task list (the registry's); a suite's tasks without
     records are listed as unavailable ("no results in the store"), because the store does not
-    say whether they were excluded or missing. Lengths are those present in the records.
+    say whether they were excluded or missing. Lengths are those present in the records. Of a
+    checkpoint evaluated under several settings, the records of its last-written settings are used.
     """
     from harness.store import read_store
 
@@ -582,7 +593,7 @@ def results_from_store(
             suites[name]["length_controlled"] = controlled
     ckpts = checkpoints_from_records(records)
     current = {c["fingerprint"] for c in ckpts}
-    used = [r for r in records if r["checkpoint"]["fingerprint"] in current]
+    used = _latest_settings([r for r in records if r["checkpoint"]["fingerprint"] in current])
     paths = [c["path"] for c in ckpts]
     parents = {os.path.dirname(p) for p in paths}
     run = {

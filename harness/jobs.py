@@ -70,12 +70,20 @@ class CheckpointJob:
     def size(self) -> int:
         return len(self.items) + sum(len(w.indices) for w in self.runner_work)
 
+    @property
+    def settings_id(self) -> str:
+        """The identity of this job's record settings (part of every record key it writes)."""
+        from harness.identity import settings_id
 
-def sample_key(ckpt, task, length: int, index: int, seed: int) -> tuple:
-    """The store key of one sample of one checkpoint (harness.store.record_key of its record)."""
-    from harness.store import ResultStore
+        return settings_id(self.record_base["settings"])
 
-    return ResultStore.key(
+
+def sample_key(ckpt, task, length: int, index: int, seed: int, settings: dict) -> tuple:
+    """The store key of one sample of one checkpoint under the record settings `settings`
+    (harness.identity.record_key of the record it will be)."""
+    from harness.identity import record_key
+
+    return record_key(
         {
             "checkpoint": {"fingerprint": ckpt.fingerprint},
             "task": task.name,
@@ -83,6 +91,7 @@ def sample_key(ckpt, task, length: int, index: int, seed: int) -> tuple:
             "length": length,
             "index": index,
             "seed": seed,
+            "settings": settings,
         }
     )
 
@@ -98,10 +107,14 @@ def _record(
     dataset_hash: str,
     metadata: dict,
 ) -> dict:
+    from harness.identity import settings_id
+
     assert 0.0 <= score <= 1.0, f"{task.name} scored {score}, outside [0, 1]"
     settings = job.record_base["settings"]
     if isinstance(metadata.get("truncation"), dict):  # LongBench: the one recorded exception to "never truncate"
         settings = {**settings, "truncation": metadata["truncation"].get("rule", "middle")}
+        # a field changed here must be prediction-neutral, or the record's key would not be the planned one
+        assert settings_id(settings) == job.settings_id, "record settings changed after planning"
     return {
         "type": "sample",
         "run": job.record_base["run"],
@@ -212,12 +225,15 @@ def _pending(job: CheckpointJob, store) -> tuple[list[WorkItem], list[RunnerWork
     """The job's samples not in the store: another worker, a lost worker's earlier attempt or an
     earlier run may have finished some since planning."""
     done = store.done_keys()
+    settings = job.record_base["settings"]
     items = [
-        it for it in job.items if sample_key(job.ckpt, it.task, it.sample.length, it.sample.index, job.seed) not in done
+        it
+        for it in job.items
+        if sample_key(job.ckpt, it.task, it.sample.length, it.sample.index, job.seed, settings) not in done
     ]
     runner_work = []
     for w in job.runner_work:
-        todo = [i for i in w.indices if sample_key(job.ckpt, w.task, w.length, i, job.seed) not in done]
+        todo = [i for i in w.indices if sample_key(job.ckpt, w.task, w.length, i, job.seed, settings) not in done]
         if todo:
             runner_work.append(RunnerWork(w.task, w.length, todo))
     return items, runner_work

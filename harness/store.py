@@ -8,7 +8,8 @@
 
 Format (docs/contracts.md): line 1 is the header {"type": "header", "schema_version": 1, "created",
 "package_version", "git_hash"}; every later line is one {"type": "sample", ...} record. A record's
-key is (checkpoint fingerprint, task, task_version, length, index, seed); a key is stored once.
+key is (checkpoint fingerprint, task, task_version, length, index, seed, settings_id), the last
+computed from the record's settings (harness/identity.py); a key is stored once.
 
 Crash safety: a batch goes out in one write under an exclusive flock and is fsynced before the
 lock is released, so a killed writer can leave at most one torn (newline-less) last line. Readers
@@ -31,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.identity import record_key as _identity_key
 
 SCHEMA_VERSION = 1
 _HEADER_PREFIX = b'{"type": "header"'
@@ -41,8 +43,9 @@ class StoreError(UserError):
 
 
 def record_key(record: dict) -> tuple:
-    c = record["checkpoint"]
-    return (c["fingerprint"], record["task"], record["task_version"], record["length"], record["index"], record["seed"])
+    """A record's identity (harness.identity.record_key: the sample, and every setting that can
+    change its prediction)."""
+    return _identity_key(record)
 
 
 def _check_header(path: Path, line: bytes) -> dict:
@@ -233,7 +236,7 @@ class ResultStore:
 
     @staticmethod
     def key(record: dict) -> tuple:
-        """(checkpoint fingerprint, task, task_version, length, index, seed)."""
+        """(checkpoint fingerprint, task, task_version, length, index, seed, settings_id)."""
         return record_key(record)
 
     def done_keys(self) -> set[tuple]:

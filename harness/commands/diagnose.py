@@ -65,7 +65,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="RoPE relative-position check under low precision (paper Eq. 4, 5; Figure 1)",
         description="RoPE relative-position check under low precision (arXiv:2411.13476 Section 2)",
     )
-    r.add_argument("--ckpt", nargs="+", required=True, metavar="PATH", help="save_pretrained directories (one or more)")
+    r.add_argument(
+        "--ckpt",
+        nargs="+",
+        required=True,
+        metavar="PATH",
+        help="save_pretrained directories, .gguf files or packaged model names (one or more)",
+    )
     r.add_argument(
         "--dtypes", default="bf16,fp32", help="model dtypes to run, from bf16,fp16,fp32,fp64 (default bf16,fp32)"
     )
@@ -156,9 +162,14 @@ def _load_model(path: str, dtype: str, device):
     from transformers import AutoModelForCausalLM
 
     from harness.diagnose.precision import torch_dtype
+    from harness.sources import load_target, model_file_source
 
+    src = model_file_source(path)  # a GGUF file or packaged model: loaded through its source
+    target = load_target(src.checkpoint.path if src is not None else path)
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(
+            target.model, dtype=torch_dtype(dtype), local_files_only=True, **target.kwargs
+        )
     except pickle.UnpicklingError as exc:  # a .bin that torch.load(weights_only=True) refuses
         raise refused_load(path, exc) from None
     except (OSError, ValueError) as exc:
@@ -179,9 +190,19 @@ def _run_rope(args) -> int:
         raise UserError(f"--dtypes: {exc}") from None
     if not dtypes:
         raise UserError("--dtypes is empty: pass e.g. bf16,fp32")
+    from harness.sources import model_file_source
+
+    model_files = {}
     for path in args.ckpt:
-        if not os.path.isdir(path):
-            raise UserError(f"checkpoint {path!r} is not a directory: pass save_pretrained directories to --ckpt")
+        src = model_file_source(path)  # a .gguf file or a packaged model name
+        if src is not None:
+            src.check("hf")
+            model_files[path] = src
+        elif not os.path.isdir(path):
+            raise UserError(
+                f"checkpoint {path!r} is not a directory: pass save_pretrained directories, .gguf files "
+                "or packaged model names to --ckpt"
+            )
     if not args.no_plots:
         from harness.diagnose.report import require_matplotlib
 
@@ -195,7 +216,12 @@ def _run_rope(args) -> int:
 
     device = _device(args.device)
     check_kernel(settings.kernel, device)
-    tokenizer = load_tokenizer(args.tokenizer or args.ckpt[0])
+    first = model_files.get(args.ckpt[0])
+    tokenizer = (
+        first.load_tokenizer()
+        if first is not None and not args.tokenizer
+        else load_tokenizer(args.tokenizer or args.ckpt[0])
+    )
     samples = token_samples(tokenizer, args.text, args.num_samples, settings.needed_length())
 
     runs = []

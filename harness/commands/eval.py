@@ -4,6 +4,7 @@
     harness eval --ckpts 'runs/anchor/ckpt-*' --last 5 --suite ruler --backend vllm --tensor-parallel-size 2
     harness eval --embedded          # builds 5 tiny checkpoints under runs/embedded/ and evaluates them on CPU
     harness eval --backend openai --base-url http://127.0.0.1:8000/v1 --model NAME --tokenizer DIR --suite ruler
+    harness eval --ckpts smollm2-135m-instruct --tasks niah_single_1 --lengths 1k --samples 5   # packaged GGUF
 
 Per-sample results go to <out>/samples.jsonl (default out: results/<name>); the same command
 re-run resumes where a killed run stopped. The averaged table is printed and written to
@@ -28,7 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     g = p.add_argument_group("what to evaluate")
     g.add_argument(
-        "--ckpts", metavar="SPEC", help="checkpoints: path with <A..B> step range, glob, comma list or hub name"
+        "--ckpts",
+        metavar="SPEC",
+        help="checkpoints: path with <A..B> step range, glob, comma list, hub name, .gguf file, or a packaged "
+        "model name (smollm2-135m-instruct)",
     )
     g.add_argument("--last", type=int, metavar="N", help="keep only the last N checkpoints by step")
     g.add_argument(

@@ -31,7 +31,11 @@ def _betas(text: str) -> tuple[float, float]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model and data")
-    g.add_argument("--model", required=True, help="save_pretrained directory (or hub name when online)")
+    g.add_argument(
+        "--model",
+        required=True,
+        help="save_pretrained directory, .gguf file or packaged model name (or hub name when online)",
+    )
     g.add_argument("--data", required=True, help="comma-separated jsonl/parquet files (or hub dataset names)")
     g.add_argument("--out", required=True, help="run directory: ckpt-<step>/, state/, log.jsonl")
     g.add_argument("--mode", required=True, choices=MODES, help="attention mode")
