@@ -22,7 +22,6 @@ Order of work, so every user mistake surfaces before any model is loaded:
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,12 +34,6 @@ from harness.runners.base import RunnerSettings
 from tasks.lengths import format_length
 
 DEFAULT_SAMPLES = 500  # RULER's num_samples: the default per length-controlled task and length
-DATA_ENV = {
-    "essays": "HARNESS_ESSAYS",
-    "squad": "HARNESS_SQUAD",
-    "hotpotqa": "HARNESS_HOTPOTQA",
-    "longbench": "HARNESS_LONGBENCH",
-}
 
 
 @dataclass
@@ -141,13 +134,6 @@ def _num_samples(task, length: int, samples: int | None, tokenizer) -> int:
 # --------------------------------------------------------------------------------------------
 # 1. plan
 # --------------------------------------------------------------------------------------------
-def set_data_sources(essays: str | None, squad: str | None, hotpotqa: str | None, longbench: str | None = None) -> None:
-    """--essays/--squad/--hotpotqa/--longbench reach the task data loaders through these env vars."""
-    for key, value in (("essays", essays), ("squad", squad), ("hotpotqa", hotpotqa), ("longbench", longbench)):
-        if value:
-            os.environ[DATA_ENV[key]] = str(Path(value).expanduser())
-
-
 def _chat_prompt(tokenizer, sample, system_prompt: str | None = None) -> str:
     """The task input as the user turn, the answer prefix after the assistant header."""
     from harness.reasoning import chat_prompt
