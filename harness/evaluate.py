@@ -34,6 +34,8 @@ from harness.runners.base import RunnerSettings
 from tasks.lengths import format_length
 
 DEFAULT_SAMPLES = 500  # RULER's num_samples: the default per length-controlled task and length
+# Task families whose prompts are middle-truncated to the budget (provenance "truncation", "max_length")
+MIDDLE_TRUNCATION_FAMILIES = {"longbench", "longbench-v2", "longbench-v2-cot"}
 
 
 @dataclass
@@ -112,7 +114,7 @@ def _task_lengths(task, lengths: list[int], truncation_budget: int) -> list[int]
     (pred.py's rule: context minus the task's tokens to generate). Loglikelihood suites: 0."""
     if task.length_controlled:
         return lengths
-    return [truncation_budget] if task.kind == "generate" else [0]
+    return [truncation_budget] if task.kind == "generate" and not task.no_context else [0]
 
 
 def _num_samples(task, length: int, samples: int | None, tokenizer) -> int:
@@ -259,7 +261,12 @@ def _check_lengths(cfg: EvalConfig, lengths: list[int], tasks: list, min_ctx: in
         )
     truncation_budget = cfg.max_length or min_ctx
     for task in tasks:
-        if not task.length_controlled and task.kind == "generate" and task.max_new_tokens >= truncation_budget:
+        if (
+            not task.length_controlled
+            and task.kind == "generate"
+            and not task.no_context
+            and task.max_new_tokens >= truncation_budget
+        ):
             # the prompt cap (budget - max_new_tokens) would be <= 0, which middle_truncate reads as "no truncation"
             raise UserError(
                 f"--max-length {truncation_budget} leaves no prompt for {task.name}, which generates up to "
@@ -312,8 +319,9 @@ def _plan_samples(
                 plan.runner_work.append(RunnerWork(task, L, indices))
                 bar.update(1)
                 continue
-            fit = L - chat_tokens if task.length_controlled and chat_tokens else L
-            if fit < 1:
+            fits_chat = task.length_controlled or (task.fit_chat_template and L > 0)
+            fit = L - chat_tokens if fits_chat and chat_tokens else L
+            if fit < 1 and L > 0:  # (L 0: a prompt without context, not fitted)
                 raise UserError(
                     f"length {format_length(L)} leaves no room after the chat template's {chat_tokens} tokens: {fix}"
                 )
@@ -610,7 +618,7 @@ def build_results(plan: Plan) -> dict:
         "rope_theta": cfg.rope_theta,
         "rope_scaling": cfg.rope_scaling,
         "template": "chat" if cfg.chat_template else "none",
-        "truncation": "middle" if "longbench" in families else "none",
+        "truncation": "middle" if families & MIDDLE_TRUNCATION_FAMILIES else "none",
         "tokenizer": plan.tokenizer_fp,
         "dataset_hashes": plan.dataset_hashes,
         "seed": cfg.seed,
@@ -623,7 +631,7 @@ def build_results(plan: Plan) -> dict:
         "checkpoint_steps": [c.step for c in plan.ckpts],
         **plan.extra_provenance,
     }
-    if "longbench" in families:
+    if families & MIDDLE_TRUNCATION_FAMILIES:
         # LongBench's length: the whole budget of a sample (prompt + generation); each prompt is
         # middle-truncated to max_length minus the task's max new tokens (the prompt cap, which
         # LongBench pred.py's own max_length sets directly).
@@ -666,7 +674,7 @@ def _report_suites(plan: Plan) -> dict:
     LongBench at its truncation budget, MMLU/HellaSwag at no length) is reported as one suite per
     family, so no average mixes RULER lengths with LongBench's budget."""
 
-    from tasks.suites import suite_categories
+    from tasks.suites import suite_categories, suite_weighting
 
     excluded = set(plan.cfg.exclude)
     by_family: dict[str, list[str]] = {}
@@ -701,6 +709,8 @@ def _report_suites(plan: Plan) -> dict:
         cats = {c: [t for t in ts if t in names] for c, ts in cats.items() if any(t in names for t in ts)}
         if cats:
             entry["categories"] = cats
+        if suite_weighting(label):
+            entry["weighting"] = suite_weighting(label)
         # LongBench (one length: its truncation budget) and MMLU/HellaSwag (length 0) are not
         # length-controlled: the aggregate gives them no effective length.
         entry["length_controlled"] = any(_length_controlled(tasks_by_name.get(n), n, get_task) for n in names)

@@ -107,7 +107,9 @@ def test_generate_without_network_fails_fast_with_one_line_per_task(tmp_path):
     """The issue's command: 21 LongBench tasks, hub unreachable. Before: 16 minutes of retries, 484
     lines, exit 0 with nothing written. Now: no retry, one line per task naming the flag, the
     variable and the files, and exit 2."""
-    proc, seconds = _cli(["generate", "--suite", "longbench", "--lengths", "4k", "--samples", "2", "--out", "x"], tmp_path)
+    proc, seconds = _cli(
+        ["generate", "--suite", "longbench", "--lengths", "4k", "--samples", "2", "--out", "x"], tmp_path
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out
     assert "Retrying" not in out and "Traceback" not in out

@@ -1,0 +1,1 @@
+"""BABILong (placeholder while being written)."""
