@@ -169,7 +169,7 @@ def _group_average(
         if not covered:
             continue
 
-        def weight(t: str, fp: str) -> float:
+        def weight(t: str, fp: str, L: int = L) -> float:
             return float(counts[(t, L, fp)]) if counts is not None else 1.0
 
         per_ckpt = {

@@ -19,8 +19,8 @@ from harness.errors import TaskUnavailable
 ENV_VAR = "HARNESS_LONGBENCH_V2"
 HUB_REPO = "THUDM/LongBench-v2"
 FILE = "data.json"
-FIELDS = ("_id", "domain", "sub_domain", "difficulty", "length", "question", "choice_A", "choice_B", "choice_C")
-FIELDS += ("choice_D", "answer", "context")
+FIELDS: tuple[str, ...] = ("_id", "domain", "sub_domain", "difficulty", "length", "question")
+FIELDS += ("choice_A", "choice_B", "choice_C", "choice_D", "answer", "context")
 
 
 def _fix() -> str:

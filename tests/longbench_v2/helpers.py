@@ -10,7 +10,20 @@ CELLS = [(d, l) for d in ("easy", "hard") for l in ("short", "medium", "long")]
 # averages differ.
 PER_CELL = {("easy", "short"): 3, ("easy", "medium"): 1, ("easy", "long"): 2, ("hard", "short"): 1}
 PER_CELL.update({("hard", "medium"): 2, ("hard", "long"): 1})
-_WORDS = "river stone cloud lamp harbor violet engine meadow signal copper quiet ladder".split()
+_WORDS = [
+    "river",
+    "stone",
+    "cloud",
+    "lamp",
+    "harbor",
+    "violet",
+    "engine",
+    "meadow",
+    "signal",
+    "copper",
+    "quiet",
+    "ladder",
+]
 
 
 def make_items() -> list[dict]:

@@ -5,6 +5,7 @@ whole path with the real hf backend."""
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import pytest
 
@@ -29,7 +30,7 @@ class ScriptedRunner:
     """Answers (A) to every question; the CoT's first step writes a reasoning line. Records requests."""
 
     submit_all = True
-    seen: list = []
+    seen: ClassVar[list] = []
 
     def __init__(self, model_path, settings):
         self.settings = settings
