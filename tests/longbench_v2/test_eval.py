@@ -147,3 +147,19 @@ def test_tiny_llama_end_to_end_with_chat_template(tiny_llama_dir, lbv2_dir, tmp_
         cap = r["metadata"]["truncation"]["max_length"]
         assert cap == 300 - 128 - r["metadata"].get("chat_template_tokens", 0)
         assert r["num_tokens"] + 128 <= 300
+
+
+def test_leaderboard_shows_the_categories(tiny_llama_dir, lbv2_dir, tmp_path, scripted):
+    outs = []
+    for name in ("base", "other"):
+        out = tmp_path / name
+        args = ["--suite", "longbench-v2", "--backend", "scripted-lbv2", "--max-length", "400", "--name", name]
+        assert _eval(tiny_llama_dir, out, *args, "--longbench-v2-data", str(lbv2_dir)) == 0
+        outs.append(str(out))
+    board_dir = tmp_path / "board"
+    assert main(["leaderboard", *outs, "--out", str(board_dir), "--baseline", "base"]) == 0
+    board = json.loads((board_dir / "leaderboard.json").read_text())
+    text = json.dumps(board)
+    for cat in ("Overall", "Easy", "Hard", "Short", "Medium", "Long"):
+        assert f'"{cat}"' in text
+    assert "LongBench v2" in text
