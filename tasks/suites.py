@@ -3,6 +3,10 @@
     harness eval --suite paper ...        RULER (13) + LongBench (21) + MMLU + HellaSwag
     harness eval --suite paper --exclude niah_multikey_3,cwe ...   the paper's LLaMA-2 choice
 
+The paper suite is the paper's table and stays so. The benchmarks researchers report beside it
+run as suites of their own next to it (e.g. `--suite longbench-v2`, `--suite babilong --lengths
+4k-128k`), each reported as its own column group.
+
 `suite_categories(name)` gives {category: [tasks]} for suites whose report groups tasks into
 categories (a category's score is the unweighted mean of its tasks); {} for the others. In "paper"
 LongBench's few-shot category is shown as "LongBench ICL", as in the paper's table.
