@@ -565,6 +565,12 @@ def _registry_length_controlled(names: list[str]) -> bool | None:
     return any(flags) if flags else None
 
 
+def _suite_weighting(name: str) -> str | None:
+    from tasks.suites import suite_weighting
+
+    return suite_weighting(name)
+
+
 def results_from_store(
     path: str | Path, threshold: float = DEFAULT_THRESHOLD, suite_tasks: dict[str, list[str]] | None = None
 ) -> dict:
@@ -600,6 +606,8 @@ def results_from_store(
         controlled = _registry_length_controlled(seen)
         if controlled is not None:
             suites[name]["length_controlled"] = controlled
+        if _suite_weighting(name):  # LongBench v2 pools its cells' samples, in a re-aggregation too
+            suites[name]["weighting"] = _suite_weighting(name)
     ckpts = checkpoints_from_records(records)
     current = {c["fingerprint"] for c in ckpts}
     used = [r for r in records if r["checkpoint"]["fingerprint"] in current]

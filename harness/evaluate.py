@@ -699,7 +699,10 @@ def _report_suites(plan: Plan) -> dict:
                 )
             }
         )
-        cats = suite_categories(label) or (suite_categories("longbench") if label == "longbench" else {})
+        # a custom task list of one family reads that family's categories and weighting
+        fams = {_family(t) for t in names}
+        key = label if suite_categories(label) or suite_weighting(label) or len(fams) != 1 else fams.pop()
+        cats = suite_categories(key)
         entry: dict = {
             "tasks": list(names),
             "excluded": [t for t in names if t in excluded],
@@ -709,8 +712,8 @@ def _report_suites(plan: Plan) -> dict:
         cats = {c: [t for t in ts if t in names] for c, ts in cats.items() if any(t in names for t in ts)}
         if cats:
             entry["categories"] = cats
-        if suite_weighting(label):
-            entry["weighting"] = suite_weighting(label)
+        if suite_weighting(key):
+            entry["weighting"] = suite_weighting(key)
         # LongBench (one length: its truncation budget) and MMLU/HellaSwag (length 0) are not
         # length-controlled: the aggregate gives them no effective length.
         entry["length_controlled"] = any(_length_controlled(tasks_by_name.get(n), n, get_task) for n in names)

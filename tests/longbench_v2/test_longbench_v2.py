@@ -140,3 +140,24 @@ def test_dataset_hash_follows_the_content(lbv2_dir):
     (lbv2_dir / "data.json").write_text(json.dumps(items))
     data.clear_cache()
     assert get_task("longbench_v2_easy_short").dataset_hash() != h
+
+
+def test_generate_reads_the_data_flag_and_unknown_suites_are_one_line(tmp_path, bpe_tokenizer_dir, capsys, monkeypatch):
+    from harness.cli import main
+
+    folder = tmp_path / "lbv2"
+    folder.mkdir()
+    write_data(folder)
+    monkeypatch.delenv(data.ENV_VAR, raising=False)
+    data.clear_cache()
+    out = tmp_path / "gen"
+    args = ["generate", "--suite", "longbench-v2", "--lengths", "1k", "--samples", "1", "--out", str(out)]
+    assert main([*args, "--tokenizer", str(bpe_tokenizer_dir), "--longbench-v2-data", str(folder)]) == 0
+    lines = (out / "longbench_v2_easy_short" / "1024.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["metadata"]["truncation"]["max_length"] == 1024 - 128
+    capsys.readouterr()
+    assert main(["generate", "--suite", "longbench-v3", "--lengths", "1k", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: unknown suite 'longbench-v3': choose from ")
+    assert "longbench-v2" in err[0] and "babilong" in err[0]
+    data.clear_cache()
