@@ -73,7 +73,7 @@ def run(args) -> int:
             unavailable[name] = str(exc)
             print(f"{name}: unavailable: {exc}")
             continue
-        for length in lengths:
+        for length in [0] if task.no_context else lengths:  # a prompt without context has no length
             n = args.samples
             avail = task.num_samples_available(length)
             if avail is not None and avail < n:

@@ -155,6 +155,9 @@ def test_generate_reads_the_data_flag_and_unknown_suites_are_one_line(tmp_path, 
     assert main([*args, "--tokenizer", str(bpe_tokenizer_dir), "--longbench-v2-data", str(folder)]) == 0
     lines = (out / "longbench_v2_easy_short" / "1024.jsonl").read_text().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["metadata"]["truncation"]["max_length"] == 1024 - 128
+    args[2] = "longbench-v2-nocontext"  # no context: written once, at length 0
+    assert main([*args, "--tokenizer", str(bpe_tokenizer_dir), "--longbench-v2-data", str(folder)]) == 0
+    assert [p.name for p in (out / "longbench_v2_nocontext_easy_short").iterdir()] == ["0.jsonl"]
     capsys.readouterr()
     assert main(["generate", "--suite", "longbench-v3", "--lengths", "1k", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
