@@ -9,7 +9,8 @@ task and file: a suite of 21 tasks took 16 minutes to say that nothing could be 
 hub is asked at most once per process:
   - HF_HUB_OFFLINE / HF_DATASETS_OFFLINE (any value but "", 0, false) mean offline: no request;
   - before the first request one TCP connection to the hub's endpoint (HF_ENDPOINT, default
-    huggingface.co:443) is tried with a short timeout; when it fails, or when a hub call later fails
+    huggingface.co:443) is tried with a short timeout (not behind an HTTPS proxy, where only the
+    proxy's answer tells); when it fails, or when a hub call later fails
     with a connection error, the hub is marked unreachable for the rest of the run and every later
     call raises HubUnreachable at once.
 The loaders turn HubUnreachable into their one "unavailable" line naming the local folder, flag,
@@ -55,6 +56,13 @@ def endpoint() -> tuple[str, int]:
     return url.hostname or "huggingface.co", port
 
 
+def _proxy() -> str | None:
+    for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        if os.environ.get(var):
+            return os.environ[var]
+    return None
+
+
 def mark_unreachable(reason: str) -> None:
     """No more hub requests in this process (the first failure says why)."""
     global _unreachable
@@ -74,7 +82,7 @@ def check() -> None:
     """Raise HubUnreachable unless the hub may be asked; probes the connection once per process."""
     global _probed
     reason = offline_reason()
-    if reason is None and not _probed:
+    if reason is None and not _probed and _proxy() is None:  # behind a proxy a direct connection proves nothing
         host, port = endpoint()
         try:
             socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
