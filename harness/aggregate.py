@@ -18,6 +18,8 @@ The math, in order (scores are x100):
      weights 1 / 1..n / n..1 over the suite's lengths in increasing order, normalised by their sum;
      then statistics over checkpoints. Present only when every suite length has an average (an
      Avg over fewer lengths would not compare with other runs), else absent;
+     A suite with "weighting": "samples" (LongBench v2) weights each task by its number of samples
+     in its suite and category averages: the mean over their samples, as the reference reports it;
   5. effective length: the largest evaluated L such that the checkpoint-mean average is above
      (strictly greater than) the threshold at every evaluated length <= L; else value null and
      label "below the first length". A suite that is not length-controlled (spec
@@ -157,16 +159,21 @@ def effective_length(per_length: dict[str, dict], lengths: list[int], threshold:
 
 
 def _group_average(
-    tasks: list[str], cell: dict, lengths: list[int], ckpt_fps: list[str]
+    tasks: list[str], cell: dict, lengths: list[int], ckpt_fps: list[str], counts: dict | None = None
 ) -> dict[int, tuple[list[str], dict[str, float]]]:
-    """For each length: (tasks covered, {fingerprint: mean over those tasks}) for complete checkpoints."""
+    """For each length: (tasks covered, {fingerprint: mean over those tasks}) for complete checkpoints.
+    counts: weight each task by its number of samples (a "weighting": "samples" suite), else equally."""
     out = {}
     for L in lengths:
         covered = [t for t in tasks if any((t, L, fp) in cell for fp in ckpt_fps)]
         if not covered:
             continue
+
+        def weight(t: str, fp: str, L: int = L) -> float:
+            return float(counts[(t, L, fp)]) if counts is not None else 1.0
+
         per_ckpt = {
-            fp: sum(cell[(t, L, fp)] for t in covered) / len(covered)
+            fp: sum(cell[(t, L, fp)] * weight(t, fp) for t in covered) / sum(weight(t, fp) for t in covered)
             for fp in ckpt_fps
             if all((t, L, fp) in cell for t in covered)
         }
@@ -205,10 +212,19 @@ def _interval(reps: np.ndarray, ckpts: list[dict], fps, key: tuple) -> dict:
     return {} if iv is None else {"ci_low": iv[0], "ci_high": iv[1]}
 
 
-def _group_reps(tasks: list[str], L: int, reps: dict) -> np.ndarray | None:
-    """Replicates of the within-checkpoint mean over tasks at one length (None if a task has none)."""
+def _group_reps(tasks: list[str], L: int, reps: dict, weights: dict | None = None) -> np.ndarray | None:
+    """Replicates of the within-checkpoint mean over tasks at one length (None if a task has none);
+    weights {task: samples} for a sample-weighted suite."""
     mats = [m for t in tasks if (m := reps.get((t, L))) is not None]
-    return None if len(mats) < len(tasks) else mean_of(mats)
+    if len(mats) < len(tasks):
+        return None
+    return mean_of(mats, [weights[t] for t in tasks] if weights is not None else None)
+
+
+def _sample_weights(tasks: list[str], L: int, counts: dict, per_ckpt: dict) -> dict[str, int]:
+    """{task: samples} at L, from the first checkpoint of the average (checkpoints score the same samples)."""
+    fp = next(iter(per_ckpt))
+    return {t: counts[(t, L, fp)] for t in tasks}
 
 
 def _aggregate_suite(
@@ -249,12 +265,14 @@ def _aggregate_suite(
             per_task_summary[t] = summary
 
     total = len(tasks)
-    suite_len = _group_average(evaluated, cell, lengths, fps)
+    pooled = spec.get("weighting") == "samples"
+    weights = counts if pooled else None
+    suite_len = _group_average(evaluated, cell, lengths, fps, weights)
     per_length = {}
     len_reps = {}
     for L, (covered, per_ckpt) in suite_len.items():
         per_length[str(L)] = {**_stats(per_ckpt, ckpts, labels), "tasks_covered": len(covered), "tasks_total": total}
-        r = _group_reps(covered, L, reps)
+        r = _group_reps(covered, L, reps, _sample_weights(covered, L, counts, per_ckpt) if pooled else None)
         if r is not None:
             len_reps[L] = r
             per_length[str(L)].update(_interval(r, ckpts, per_ckpt, ("suite", tuple(covered), L)))
@@ -285,6 +303,8 @@ def _aggregate_suite(
     }
     if not length_controlled:
         out["length_controlled"] = False
+    if pooled:
+        out["weighting"] = "samples"
     if spec.get("unavailable_lengths"):
         out["unavailable_lengths"] = {t: dict(v) for t, v in spec["unavailable_lengths"].items()}
     categories = spec.get("categories")
@@ -293,13 +313,13 @@ def _aggregate_suite(
         for cat, cat_tasks in categories.items():
             cat_eval = [t for t in cat_tasks if t in evaluated]
             out["categories"][cat] = {}
-            for L, (covered, per_ckpt) in _group_average(cat_eval, cell, lengths, fps).items():
+            for L, (covered, per_ckpt) in _group_average(cat_eval, cell, lengths, fps, weights).items():
                 entry = {
                     **_stats(per_ckpt, ckpts, labels),
                     "tasks_covered": len(covered),
                     "tasks_total": len(cat_tasks),
                 }
-                r = _group_reps(covered, L, reps)
+                r = _group_reps(covered, L, reps, _sample_weights(covered, L, counts, per_ckpt) if pooled else None)
                 if r is not None:
                     entry.update(_interval(r, ckpts, per_ckpt, ("category", cat, tuple(covered), L)))
                 out["categories"][cat][str(L)] = entry
@@ -555,6 +575,12 @@ def _latest_settings(records: list[dict]) -> list[dict]:
     return [r for r in records if settings_id(r.get("settings")) == latest[r["checkpoint"]["fingerprint"]]]
 
 
+def _suite_weighting(name: str) -> str | None:
+    from tasks.suites import suite_weighting
+
+    return suite_weighting(name)
+
+
 def results_from_store(
     path: str | Path, threshold: float = DEFAULT_THRESHOLD, suite_tasks: dict[str, list[str]] | None = None
 ) -> dict:
@@ -591,6 +617,8 @@ def results_from_store(
         controlled = _registry_length_controlled(seen)
         if controlled is not None:
             suites[name]["length_controlled"] = controlled
+        if _suite_weighting(name):  # LongBench v2 pools its cells' samples, in a re-aggregation too
+            suites[name]["weighting"] = _suite_weighting(name)
     ckpts = checkpoints_from_records(records)
     current = {c["fingerprint"] for c in ckpts}
     used = _latest_settings([r for r in records if r["checkpoint"]["fingerprint"] in current])

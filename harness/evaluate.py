@@ -22,7 +22,6 @@ Order of work, so every user mistake surfaces before any model is loaded:
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,12 +34,8 @@ from harness.runners.base import RunnerSettings
 from tasks.lengths import format_length
 
 DEFAULT_SAMPLES = 500  # RULER's num_samples: the default per length-controlled task and length
-DATA_ENV = {
-    "essays": "HARNESS_ESSAYS",
-    "squad": "HARNESS_SQUAD",
-    "hotpotqa": "HARNESS_HOTPOTQA",
-    "longbench": "HARNESS_LONGBENCH",
-}
+# Task families whose prompts are middle-truncated to the budget (provenance "truncation", "max_length")
+MIDDLE_TRUNCATION_FAMILIES = {"longbench", "longbench-v2", "longbench-v2-cot"}
 
 
 @dataclass
@@ -121,7 +116,7 @@ def _task_lengths(task, lengths: list[int], truncation_budget: int) -> list[int]
     (pred.py's rule: context minus the task's tokens to generate). Loglikelihood suites: 0."""
     if task.length_controlled:
         return lengths
-    return [truncation_budget] if task.kind == "generate" else [0]
+    return [truncation_budget] if task.kind == "generate" and not task.no_context else [0]
 
 
 def _num_samples(task, length: int, samples: int | None, tokenizer) -> int:
@@ -143,13 +138,6 @@ def _num_samples(task, length: int, samples: int | None, tokenizer) -> int:
 # --------------------------------------------------------------------------------------------
 # 1. plan
 # --------------------------------------------------------------------------------------------
-def set_data_sources(essays: str | None, squad: str | None, hotpotqa: str | None, longbench: str | None = None) -> None:
-    """--essays/--squad/--hotpotqa/--longbench reach the task data loaders through these env vars."""
-    for key, value in (("essays", essays), ("squad", squad), ("hotpotqa", hotpotqa), ("longbench", longbench)):
-        if value:
-            os.environ[DATA_ENV[key]] = str(Path(value).expanduser())
-
-
 def _chat_prompt(tokenizer, sample, system_prompt: str | None = None) -> str:
     """The task input as the user turn, the answer prefix after the assistant header."""
     from harness.reasoning import chat_prompt
@@ -217,7 +205,12 @@ def _check_lengths(cfg: EvalConfig, lengths: list[int], tasks: list, min_ctx: in
         )
     truncation_budget = cfg.max_length or min_ctx
     for task in tasks:
-        if not task.length_controlled and task.kind == "generate" and task.max_new_tokens >= truncation_budget:
+        if (
+            not task.length_controlled
+            and task.kind == "generate"
+            and not task.no_context
+            and task.max_new_tokens >= truncation_budget
+        ):
             # the prompt cap (budget - max_new_tokens) would be <= 0, which middle_truncate reads as "no truncation"
             raise UserError(
                 f"--max-length {truncation_budget} leaves no prompt for {task.name}, which generates up to "
@@ -270,8 +263,9 @@ def _plan_samples(
                 plan.runner_work.append(RunnerWork(task, L, indices))
                 bar.update(1)
                 continue
-            fit = L - chat_tokens if task.length_controlled and chat_tokens else L
-            if fit < 1:
+            fits_chat = task.length_controlled or (task.fit_chat_template and L > 0)
+            fit = L - chat_tokens if fits_chat and chat_tokens else L
+            if fit < 1 and L > 0:  # (L 0: a prompt without context, not fitted)
                 raise UserError(
                     f"length {format_length(L)} leaves no room after the chat template's {chat_tokens} tokens: {fix}"
                 )
@@ -537,7 +531,7 @@ def build_results(plan: Plan) -> dict:
         **provenance(),
         **claimed,
         "max_model_len": ctxs.pop() if len(ctxs) == 1 else sorted(ctxs),
-        "truncation": "middle" if "longbench" in families else "none",
+        "truncation": "middle" if families & MIDDLE_TRUNCATION_FAMILIES else "none",
         "dataset_hashes": plan.dataset_hashes,
         "seed": cfg.seed,
         "lm_eval_version": _lm_eval_version() if "short" in families else None,
@@ -549,7 +543,7 @@ def build_results(plan: Plan) -> dict:
         "checkpoint_steps": [c.step for c in plan.ckpts],
         **plan.extra_provenance,
     }
-    if "longbench" in families:
+    if families & MIDDLE_TRUNCATION_FAMILIES:
         # LongBench's length: the whole budget of a sample (prompt + generation); each prompt is
         # middle-truncated to max_length minus the task's max new tokens (the prompt cap, which
         # LongBench pred.py's own max_length sets directly).
@@ -593,7 +587,7 @@ def _report_suites(plan: Plan) -> dict:
     LongBench at its truncation budget, MMLU/HellaSwag at no length) is reported as one suite per
     family, so no average mixes RULER lengths with LongBench's budget."""
 
-    from tasks.suites import suite_categories
+    from tasks.suites import suite_categories, suite_weighting
 
     excluded = set(plan.cfg.exclude)
     by_family: dict[str, list[str]] = {}
@@ -618,7 +612,10 @@ def _report_suites(plan: Plan) -> dict:
                 )
             }
         )
-        cats = suite_categories(label) or (suite_categories("longbench") if label == "longbench" else {})
+        # a custom task list of one family reads that family's categories and weighting
+        fams = {_family(t) for t in names}
+        key = label if suite_categories(label) or suite_weighting(label) or len(fams) != 1 else fams.pop()
+        cats = suite_categories(key)
         entry: dict = {
             "tasks": list(names),
             "excluded": [t for t in names if t in excluded],
@@ -628,6 +625,8 @@ def _report_suites(plan: Plan) -> dict:
         cats = {c: [t for t in ts if t in names] for c, ts in cats.items() if any(t in names for t in ts)}
         if cats:
             entry["categories"] = cats
+        if suite_weighting(key):
+            entry["weighting"] = suite_weighting(key)
         # LongBench (one length: its truncation budget) and MMLU/HellaSwag (length 0) are not
         # length-controlled: the aggregate gives them no effective length.
         entry["length_controlled"] = any(_length_controlled(tasks_by_name.get(n), n, get_task) for n in names)

@@ -290,6 +290,10 @@ def _evaluate(
         raws = preds
         if job.strip_thinking:
             preds = [strip_thinking(p) for p in raws]
+        try:
+            preds, raws, firsts = _follow_ups(job, runner, part, preds, raws)
+        except EndpointError as exc:
+            raise EndpointError(f"{exc}; {_stored_line(store, added)}") from None
         records = [
             _record(
                 job,
@@ -304,9 +308,10 @@ def _evaluate(
                     **it.sample.metadata,
                     "references": list(it.sample.references),
                     **({"raw_prediction": raw} if raw != pred else {}),
+                    **({"first_output": firsts[k]} if k in firsts else {}),
                 },
             )
-            for it, pred, raw in zip(part, preds, raws)
+            for k, (it, pred, raw) in enumerate(zip(part, preds, raws))
         ]
         _timed(records, t_batch)
         added += store.append(records)
@@ -342,6 +347,33 @@ def _evaluate(
             report(len(w.indices))
     bar.close()
     return added
+
+
+def _follow_ups(job: CheckpointJob, runner, part: list[WorkItem], preds: list[str], raws: list[str]):
+    """Second generations of two-step tasks (Task.follow_up, e.g. LongBench v2's chain of thought):
+    (answers, raw answers, {position: first output}). One-step tasks keep their outputs."""
+    from harness.reasoning import chat_messages, chat_prompt, strip_thinking
+
+    second = {k: s for k, it in enumerate(part) if (s := it.task.follow_up(it.sample, preds[k])) is not None}
+    if not second:
+        return preds, raws, {}
+    chat = job.settings.chat_template
+    requests = [
+        GenerationRequest(
+            chat_prompt(runner.tokenizer, s, job.settings.system_prompt) if chat else s.prompt,
+            s.max_new_tokens,
+            tuple(s.metadata.get("stop", ())),
+            chat_messages(s, job.settings.system_prompt) if chat else None,
+        )
+        for s in second.values()
+    ]
+    outs = runner.generate(requests)
+    firsts = {k: raws[k] for k in second}
+    preds, raws = list(preds), list(raws)
+    for k, out in zip(second, outs):
+        raws[k] = out
+        preds[k] = strip_thinking(out) if job.strip_thinking else out
+    return preds, raws, firsts
 
 
 def _stored_line(store, added: int) -> str:

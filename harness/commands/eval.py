@@ -149,11 +149,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--out", metavar="DIR", help="store + results directory (default results/<name>); re-run to resume")
     g.add_argument("--threshold", type=float, help="effective-length threshold (default 85.6)")
     g.add_argument("--cache-dir", metavar="DIR", help="sample cache directory ('none' disables it)")
-    g.add_argument("--essays", metavar="PATH", help="Paul Graham essays (file or dir) for essay haystacks")
-    g.add_argument("--squad", metavar="PATH", help="SQuAD v2 dev JSON for qa_1")
-    g.add_argument("--hotpotqa", metavar="PATH", help="HotpotQA dev (distractor) JSON for qa_2")
-    g.add_argument("--longbench", metavar="DIR", help="folder of LongBench's jsonl files (offline data)")
     g.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    from tasks import data_sources
+
+    data_sources.add_arguments(p.add_argument_group("task data, offline (online: the hub)"))
 
 
 def _rope_scaling(text: str | None) -> dict | None:
@@ -199,11 +198,12 @@ def check_numbers(args: argparse.Namespace) -> None:
 
 
 def config_from_args(args: argparse.Namespace):
-    from harness.evaluate import EvalConfig, set_data_sources
+    from harness.evaluate import EvalConfig
+    from tasks import data_sources
     from tasks.registry import all_suites, split_csv
 
     check_numbers(args)
-    set_data_sources(args.essays, args.squad, args.hotpotqa, args.longbench)
+    data_sources.apply(args)
     ckpts, suite, tasks, exclude = args.ckpts, args.suite, split_csv(args.tasks), split_csv(args.exclude)
     lengths, samples = args.lengths, args.samples
     if args.embedded:

@@ -30,21 +30,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--samples", type=int, default=100, help="samples per task and length (default 100)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--seed", type=int, default=None, help="seed (default 42)")
-    p.add_argument("--essays", help="Paul Graham essays: .txt file, folder of .txt, or RULER's PaulGrahamEssays.json")
-    p.add_argument("--squad", help="SQuAD v2 dev JSON (dev-v2.0.json) for qa_1")
-    p.add_argument("--hotpotqa", help="HotpotQA dev distractor JSON for qa_2")
     p.add_argument("--cache-dir", help="sample cache directory (default: $HARNESS_CACHE/samples; 'none' disables it)")
+    from tasks import data_sources
 
-
-def configure_task(task, essays=None, squad=None, hotpotqa=None):
-    """Point a task at user-named data files (tasks read env variables / defaults otherwise)."""
-    if hasattr(task, "essays_path") and essays:
-        task.essays_path = essays
-    if getattr(task, "dataset", None) == "squad" and squad:
-        task.path = squad
-    if getattr(task, "dataset", None) == "hotpotqa" and hotpotqa:
-        task.path = hotpotqa
-    return task
+    data_sources.add_arguments(p.add_argument_group("task data, offline (online: the hub)"))
 
 
 def run(args) -> int:
@@ -53,12 +42,14 @@ def run(args) -> int:
     from harness.atomic import atomic_write
     from harness.embedded import default_tokenizer_dir
     from harness.errors import TaskUnavailable, UserError, require_at_least
+    from tasks import data_sources
     from tasks.generate import DEFAULT_SEED, generate_samples
     from tasks.lengths import format_length, parse_lengths
     from tasks.registry import get_task, resolve_tasks, split_csv
     from tasks.tokenization import load_generation_tokenizer
 
     require_at_least((("--samples", args.samples, 1), ("--seed", args.seed, 0)))
+    data_sources.apply(args)
     lengths = parse_lengths(args.lengths)
     names = resolve_tasks(args.suite, split_csv(args.tasks), split_csv(args.exclude))
     seed = DEFAULT_SEED if args.seed is None else args.seed
@@ -75,14 +66,14 @@ def run(args) -> int:
     failed: list[str] = []
     written = 0
     for name in names:
-        task = configure_task(get_task(name), args.essays, args.squad, args.hotpotqa)
+        task = get_task(name)
         try:
             task.check_available()
         except TaskUnavailable as exc:
             unavailable[name] = str(exc)
             print(f"{name}: unavailable: {exc}")
             continue
-        for length in lengths:
+        for length in [0] if task.no_context else lengths:  # a prompt without context has no length
             n = args.samples
             avail = task.num_samples_available(length)
             if avail is not None and avail < n:
@@ -116,4 +107,9 @@ def run(args) -> int:
     )
     if failed:
         raise UserError(f"{len(failed)} task/length pairs failed (see above), first: {failed[0]}")
+    if not written:
+        raise UserError(
+            f"no samples written: every task is unavailable (see above and {out / 'unavailable.json'}); "
+            "give the data as the lines above say"
+        )
     return 0

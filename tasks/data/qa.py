@@ -171,26 +171,14 @@ def _hotpotqa_streamed(path: Path) -> tuple[list[dict], list[str], str] | None:
     return qas, docs, digest.hexdigest()[:16]
 
 
-def _online() -> bool:
-    """One quick connection attempt, so offline machines fail fast instead of retrying for 20 s."""
-    import socket
-
-    try:
-        socket.create_connection(("huggingface.co", 443), timeout=2).close()
-        return True
-    except OSError:
-        return False
-
-
 def _from_hub(name: str):
     """The hub copies converted to the official JSON layout (only when online)."""
-    if os.environ.get("HF_DATASETS_OFFLINE") == "1" or os.environ.get("HF_HUB_OFFLINE") == "1" or not _online():
-        return None
-    try:
-        import datasets
+    from tasks import hub
 
+    try:
+        hub.check()  # offline or unreachable: None at once, without a request
         if name == "squad":
-            ds = datasets.load_dataset("rajpurkar/squad_v2", split="validation")
+            ds = hub.load_dataset("rajpurkar/squad_v2", split="validation")
             arts: dict[str, dict] = {}
             for r in ds:
                 art = arts.setdefault(r["title"], {"paragraphs": {}})
@@ -203,7 +191,7 @@ def _from_hub(name: str):
                     }
                 )
             return {"data": [{"paragraphs": list(a["paragraphs"].values())} for a in arts.values()]}
-        ds = datasets.load_dataset("hotpotqa/hotpot_qa", "distractor", split="validation")
+        ds = hub.load_dataset("hotpotqa/hotpot_qa", "distractor", split="validation")
         return [
             {
                 "question": r["question"],

@@ -32,13 +32,6 @@ class ICLData:
     hash: str
 
 
-def _offline() -> bool:
-    return any(
-        os.environ.get(v, "").strip() not in ("", "0", "false", "False")
-        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    )
-
-
 def _read_rows(path: Path) -> tuple[tuple[str, int], ...]:
     rows = []
     with open(path, encoding="utf-8") as f:
@@ -66,7 +59,7 @@ def _local(folder: Path, name: str):
 
 
 def _hub(name: str):
-    from datasets import load_dataset
+    from tasks.hub import load_dataset
 
     def rows(ds, label_field):
         return tuple((r["text"], int(r[label_field])) for r in ds)
@@ -95,17 +88,19 @@ def _hub(name: str):
 def _load(name: str, folder: str | None) -> ICLData:
     if folder:
         train, test, labels = _local(Path(folder), name)
-    elif _offline():
-        raise TaskUnavailable(
-            f"ICL data for {name} not found (offline): set {ENV_VAR}=DIR with {name}/train.jsonl, test.jsonl, labels.json"
-        )
     else:
+        from tasks import hub
+        from tasks.data_sources import source
+
         try:
             train, test, labels = _hub(name)
-        except Exception as exc:  # any hub failure becomes one TaskUnavailable line  # noqa: BLE001
-            msg = str(exc).splitlines()[0][:150] if str(exc) else type(exc).__name__
+        except hub.HubUnreachable as exc:
             raise TaskUnavailable(
-                f"ICL data for {name} could not be loaded from the hub ({msg}): set {ENV_VAR}=DIR"
+                f"ICL data for {name} not found ({hub.first_line(exc)}): {source('icl').fix()}"
+            ) from None
+        except Exception as exc:  # any hub failure becomes one TaskUnavailable line  # noqa: BLE001
+            raise TaskUnavailable(
+                f"ICL data for {name} could not be loaded from the hub ({hub.first_line(exc)}): {source('icl').fix()}"
             ) from None
     bad = [lab for _, lab in train + test if not 0 <= lab < len(labels)]
     if bad:

@@ -24,13 +24,6 @@ MMLU_ENV = "HARNESS_MMLU"
 HELLASWAG_ENV = "HARNESS_HELLASWAG"
 
 
-def _offline() -> bool:
-    return any(
-        os.environ.get(v, "").strip() not in ("", "0", "false", "False")
-        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    )
-
-
 def cache_root() -> Path:
     return Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "longctx-harness")) / "short"
 
@@ -57,7 +50,7 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
     os.replace(tmp, path)
 
 
-def _rows(env: str, files: list[str], hub: tuple[str, str | None], what: str) -> list[list[dict]]:
+def _rows(env: str, files: list[str], repo: tuple[str, str | None], what: str) -> list[list[dict]]:
     folder = os.environ.get(env)
     if folder:
         paths = [Path(folder) / f for f in files]
@@ -67,17 +60,16 @@ def _rows(env: str, files: list[str], hub: tuple[str, str | None], what: str) ->
                 f"{what} file {missing[0]} not found: {env} must name a folder with {', '.join(files)}"
             )
         return [_read_jsonl(p) for p in paths]
-    if _offline():
-        raise TaskUnavailable(f"{what} data not found (offline): set {env}=DIR to a folder with {', '.join(files)}")
-    try:
-        from datasets import load_dataset
+    from tasks import hub
+    from tasks.data_sources import source
 
-        return [[dict(r) for r in load_dataset(hub[0], hub[1], split=f.removesuffix(".jsonl"))] for f in files]
+    fix = source(what.lower()).fix()
+    try:
+        return [[dict(r) for r in hub.load_dataset(repo[0], repo[1], split=f.removesuffix(".jsonl"))] for f in files]
+    except hub.HubUnreachable as exc:
+        raise TaskUnavailable(f"{what} data not found ({hub.first_line(exc)}): {fix}") from None
     except Exception as exc:  # any hub failure becomes one TaskUnavailable line  # noqa: BLE001
-        raise TaskUnavailable(
-            f"{what} could not be loaded from the hub ({str(exc).splitlines()[0][:150] if str(exc) else type(exc).__name__}): "
-            f"set {env}=DIR with {', '.join(files)}"
-        ) from None
+        raise TaskUnavailable(f"{what} could not be loaded from the hub ({hub.first_line(exc)}): {fix}") from None
 
 
 @lru_cache(maxsize=4)
