@@ -40,6 +40,8 @@ DATA_ENV = {
     "squad": "HARNESS_SQUAD",
     "hotpotqa": "HARNESS_HOTPOTQA",
     "longbench": "HARNESS_LONGBENCH",
+    "helmet": "HARNESS_HELMET",
+    "nolima": "HARNESS_NOLIMA",
 }
 
 
@@ -141,9 +143,24 @@ def _num_samples(task, length: int, samples: int | None, tokenizer) -> int:
 # --------------------------------------------------------------------------------------------
 # 1. plan
 # --------------------------------------------------------------------------------------------
-def set_data_sources(essays: str | None, squad: str | None, hotpotqa: str | None, longbench: str | None = None) -> None:
-    """--essays/--squad/--hotpotqa/--longbench reach the task data loaders through these env vars."""
-    for key, value in (("essays", essays), ("squad", squad), ("hotpotqa", hotpotqa), ("longbench", longbench)):
+def set_data_sources(
+    essays: str | None,
+    squad: str | None,
+    hotpotqa: str | None,
+    longbench: str | None = None,
+    helmet: str | None = None,
+    nolima: str | None = None,
+) -> None:
+    """--essays/--squad/--hotpotqa/--longbench/--helmet-data/--nolima-data reach the task data
+    loaders through these env vars."""
+    for key, value in (
+        ("essays", essays),
+        ("squad", squad),
+        ("hotpotqa", hotpotqa),
+        ("longbench", longbench),
+        ("helmet", helmet),
+        ("nolima", nolima),
+    ):
         if value:
             os.environ[DATA_ENV[key]] = str(Path(value).expanduser())
 
@@ -420,6 +437,7 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     label, full, tasks, unavailable = _resolve_tasks(cfg)
     if served and any(t.kind != "generate" for t in tasks):
         tasks = _drop_if_no_prompt_logprobs(cfg, tokenizer, tasks, unavailable)
+    judges = [t.judge_settings() for t in tasks if hasattr(t, "judge_settings")]
     generated = [x.name for x in tasks if x.kind == "generate"]
     for t in options.max_new_tokens:
         if t != "*" and t not in generated:
@@ -516,6 +534,7 @@ def plan_eval(cfg: EvalConfig) -> Plan:
             **options.provenance(),
             "chat_template": chat_template_hash(tokenizer) if cfg.chat_template else None,
             **({"endpoint": endpoint_prov} if served else {}),
+            **({"judge": judges[0]} if judges else {}),
         },
     )
 

@@ -102,6 +102,9 @@ def _record(
     settings = job.record_base["settings"]
     if isinstance(metadata.get("truncation"), dict):  # LongBench: the one recorded exception to "never truncate"
         settings = {**settings, "truncation": metadata["truncation"].get("rule", "middle")}
+    judge_settings = getattr(task, "judge_settings", None)
+    if judge_settings is not None:  # judged tasks (HELMET LongQA, Summ): the judge is part of the record
+        settings = {**settings, "judge": judge_settings()}
     return {
         "type": "sample",
         "run": job.record_base["run"],

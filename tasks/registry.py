@@ -23,7 +23,16 @@ _SUITE_INFO: dict[str, SuiteInfo] = {}
 
 # Family modules that register tasks/suites on import. A module that fails to import is an error:
 # skipping it would silently drop a whole task family.
-_FAMILY_MODULES = ["tasks.ruler", "tasks.longbench", "tasks.icl", "tasks.short", "tasks.ppl", "tasks.suites"]
+_FAMILY_MODULES = [
+    "tasks.ruler",
+    "tasks.longbench",
+    "tasks.icl",
+    "tasks.short",
+    "tasks.ppl",
+    "tasks.helmet",
+    "tasks.nolima",
+    "tasks.suites",
+]
 _loaded = False
 
 

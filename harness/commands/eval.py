@@ -123,6 +123,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="tries again after a 429, 5xx or connection error, waiting 0.5 s, 1 s, 2 s, ... (default 5)",
     )
+    g = p.add_argument_group("model judge (HELMET LongQA and summarization; any OpenAI-compatible server)")
+    g.add_argument("--judge-base-url", metavar="URL", help="the judge server's API root, e.g. http://127.0.0.1:8001/v1")
+    g.add_argument("--judge-model", metavar="NAME", help="the name the judge server serves its model under")
+    g.add_argument(
+        "--judge-api-key-env",
+        metavar="VAR",
+        help="environment variable holding the judge's API key (default: OPENAI_API_KEY when set, else no key)",
+    )
     g = p.add_argument_group("instruct and reasoning models (every backend; each is part of the run's identity)")
     g.add_argument(
         "--no-answer-prefix",
@@ -149,6 +157,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--squad", metavar="PATH", help="SQuAD v2 dev JSON for qa_1")
     g.add_argument("--hotpotqa", metavar="PATH", help="HotpotQA dev (distractor) JSON for qa_2")
     g.add_argument("--longbench", metavar="DIR", help="folder of LongBench's jsonl files (offline data)")
+    g.add_argument(
+        "--helmet-data", metavar="DIR", help="folder of HELMET's released data (its data.tar.gz unpacked; offline data)"
+    )
+    g.add_argument(
+        "--nolima-data", metavar="DIR", help="folder of NoLiMa's needlesets/ and haystack/rand_shuffle/ (offline data)"
+    )
     g.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -199,7 +213,12 @@ def config_from_args(args: argparse.Namespace):
     from tasks.registry import all_suites, split_csv
 
     check_numbers(args)
-    set_data_sources(args.essays, args.squad, args.hotpotqa, args.longbench)
+    set_data_sources(
+        args.essays, args.squad, args.hotpotqa, args.longbench, args.helmet_data, args.nolima_data
+    )
+    from harness.judge import set_judge
+
+    set_judge(args.judge_base_url, args.judge_model, args.judge_api_key_env)
     ckpts, suite, tasks, exclude = args.ckpts, args.suite, split_csv(args.tasks), split_csv(args.exclude)
     lengths, samples = args.lengths, args.samples
     if args.embedded:

@@ -33,6 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--essays", help="Paul Graham essays: .txt file, folder of .txt, or RULER's PaulGrahamEssays.json")
     p.add_argument("--squad", help="SQuAD v2 dev JSON (dev-v2.0.json) for qa_1")
     p.add_argument("--hotpotqa", help="HotpotQA dev distractor JSON for qa_2")
+    p.add_argument("--helmet-data", metavar="DIR", help="folder of HELMET's released data (data.tar.gz unpacked)")
+    p.add_argument("--nolima-data", metavar="DIR", help="folder of NoLiMa's needlesets/ and haystack/rand_shuffle/")
     p.add_argument("--cache-dir", help="sample cache directory (default: $HARNESS_CACHE/samples; 'none' disables it)")
 
 
@@ -59,6 +61,9 @@ def run(args) -> int:
     from tasks.tokenization import load_generation_tokenizer
 
     require_at_least((("--samples", args.samples, 1), ("--seed", args.seed, 0)))
+    from harness.evaluate import set_data_sources
+
+    set_data_sources(None, None, None, None, args.helmet_data, args.nolima_data)
     lengths = parse_lengths(args.lengths)
     names = resolve_tasks(args.suite, split_csv(args.tasks), split_csv(args.exclude))
     seed = DEFAULT_SEED if args.seed is None else args.seed
