@@ -21,6 +21,7 @@ because its judge said something unreadable.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Callable
@@ -112,7 +113,9 @@ def ask(cfg: JudgeConfig, prompt: str, max_tokens: int) -> str:
     }
     body = _endpoint(cfg).post("/chat/completions", payload)
     choices = body.get("choices") if isinstance(body, dict) else None
-    message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    message = (
+        choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    )
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, str):
         raise JudgeReplyError(f"the judge at {cfg.base_url} answered without a message text: {str(body)[:120]!r}")
@@ -142,7 +145,7 @@ def number(value, low: float, high: float | None = None) -> bool:
     return (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
-        and value == value
+        and math.isfinite(value)
         and low <= value
         and (high is None or value <= high)
     )

@@ -213,9 +213,7 @@ def config_from_args(args: argparse.Namespace):
     from tasks.registry import all_suites, split_csv
 
     check_numbers(args)
-    set_data_sources(
-        args.essays, args.squad, args.hotpotqa, args.longbench, args.helmet_data, args.nolima_data
-    )
+    set_data_sources(args.essays, args.squad, args.hotpotqa, args.longbench, args.helmet_data, args.nolima_data)
     from harness.judge import set_judge
 
     set_judge(args.judge_base_url, args.judge_model, args.judge_api_key_env)

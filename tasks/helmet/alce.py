@@ -44,7 +44,9 @@ def _alce_data(dataset: str, folder: str | None, seed: int):
     prompt, h2 = data.read_json(data.find(PROMPT_FILES[dataset], f"ALCE {dataset} prompts (from HELMET's repository)"))
     for key in ("instruction", "demo_prompt", "doc_prompt", "demos"):
         if key not in prompt:
-            raise TaskUnavailable(f"HELMET's {PROMPT_FILES[dataset]} lacks {key!r}: copy HELMET's prompts/ folder again")
+            raise TaskUnavailable(
+                f"HELMET's {PROMPT_FILES[dataset]} lacks {key!r}: copy HELMET's prompts/ folder again"
+            )
     if len(prompt["demos"]) < SHOTS:
         raise TaskUnavailable(f"HELMET's {PROMPT_FILES[dataset]} has fewer than {SHOTS} demos")
     # eval.py seeds python's random with the seed, then data.map draws random.sample(demos, shots)
@@ -61,7 +63,7 @@ def doc_context(doc_prompt: str, docs) -> str:
 def sentences(text: str) -> tuple[list[str], str]:
     """(sentences, splitter name): nltk's punkt when its data is installed, else a regex split."""
     try:
-        from nltk import sent_tokenize
+        from nltk import sent_tokenize  # type: ignore[import-untyped]
 
         return sent_tokenize(text), "punkt"
     except (ImportError, LookupError):
@@ -75,7 +77,7 @@ def citation_scores(output: str, question: str, docs, qampari: bool, nli) -> dic
     nli(passage, claim) -> 1 or 0 is ALCE's TRUE model (or a stand-in in the tests)."""
 
     def fmt(doc) -> str:
-        return "Title: %s\n%s" % (doc["title"], doc["sent"] if "sent" in doc else doc["text"])
+        return f"Title: {doc['title']}\n{doc['sent'] if 'sent' in doc else doc['text']}"
 
     output = metrics.alce_clean(output)
     if qampari:
@@ -97,9 +99,8 @@ def citation_scores(output: str, question: str, docs, qampari: bool, nli) -> dic
         entail += joint
         if joint and len(ref) > 1:
             for r in ref:
-                if nli(fmt(docs[r]), target):
-                    entail_prec += 1
-                elif not nli("\n".join(fmt(docs[x]) for x in ref if x != r), target):
+                # condition A (the document alone supports it) or B (the others alone do not)
+                if nli(fmt(docs[r]), target) or not nli("\n".join(fmt(docs[x]) for x in ref if x != r), target):
                     entail_prec += 1
         else:
             entail_prec += joint

@@ -76,7 +76,9 @@ def read_records(path: Path, required: tuple[str, ...]) -> tuple[tuple[dict, ...
     for n, r in enumerate(rows):
         missing = [k for k in required if k not in r]
         if missing:
-            raise TaskUnavailable(f"{path} record {n} lacks {', '.join(missing)}: it is not a HELMET file for this task")
+            raise TaskUnavailable(
+                f"{path} record {n} lacks {', '.join(missing)}: it is not a HELMET file for this task"
+            )
     return rows, digest
 
 

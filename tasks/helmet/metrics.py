@@ -128,7 +128,13 @@ def qampari_scores(output: str, answers) -> dict[str, float]:
     rec5 = min(5, hits) / min(5, len(groups))
     f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
     f1_5 = 2 * prec * rec5 / (prec + rec5) if prec + rec5 else 0.0
-    return {"qampari_prec": prec, "qampari_rec": rec, "qampari_rec_top5": rec5, "qampari_f1": f1, "qampari_f1_top5": f1_5}
+    return {
+        "qampari_prec": prec,
+        "qampari_rec": rec,
+        "qampari_rec_top5": rec5,
+        "qampari_f1": f1,
+        "qampari_f1_top5": f1_5,
+    }
 
 
 def citation_refs(sentence: str) -> list[int]:

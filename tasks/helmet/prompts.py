@@ -8,9 +8,7 @@ send the user part alone, as HELMET's chat runs do.
 from __future__ import annotations
 
 # data.load_json_kv (from lost-in-the-middle's kv_retrieval prompt)
-JSON_KV_USER = (
-    "{context}\n\nExtract the value corresponding to the specified key in the JSON object below.\n\n{demos}Key: {question}"
-)
+JSON_KV_USER = "{context}\n\nExtract the value corresponding to the specified key in the JSON object below.\n\n{demos}Key: {question}"
 JSON_KV_SYSTEM = "Corresponding value:"
 JSON_KV_DEMO = "Key: {key}\nCorresponding value:{value}"
 

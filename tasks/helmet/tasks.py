@@ -258,7 +258,9 @@ def select_passages(ctxs: list[dict], n: int, answers) -> list[dict]:
         gold = [i for i, c in enumerate(ctxs) if c.get("has_answer") is True]
     else:
         flat = [metrics.normalize_answer(a) for a in metrics._flat(answers)]
-        gold = [i for i, c in enumerate(ctxs) if any(a and a in metrics.normalize_answer(c.get("text", "")) for a in flat)]
+        gold = [
+            i for i, c in enumerate(ctxs) if any(a and a in metrics.normalize_answer(c.get("text", "")) for a in flat)
+        ]
     gold = gold[:n]
     gold_set = set(gold)
     out = [ctxs[i] for i in range(len(ctxs)) if i not in gold_set][: n - len(gold)]
@@ -449,7 +451,11 @@ class HelmetMsMarco(HelmetTask):
             raise UserError(f"{self.name} has {len(order)} items, index {index} asked: pass --samples {len(order)}")
         item = test[order[index]]
         template = P.RERANK_PASSAGE_TITLE if "title" in item["ctxs"][0] else P.RERANK_PASSAGE
-        pool = [d for d in demos if d["qid"] not in picked] if demo_filtered else [d for d in demos if d["qid"] != item["qid"]]
+        pool = (
+            [d for d in demos if d["qid"] not in picked]
+            if demo_filtered
+            else [d for d in demos if d["qid"] != item["qid"]]
+        )
         chosen, seen = [], set()
         for i in hf_shuffle(len(pool), abs(question_seed(item["qid"]))):
             if pool[i]["qid"] in seen:
@@ -461,7 +467,11 @@ class HelmetMsMarco(HelmetTask):
         demo_text = ""
         for d in chosen:
             ranking = " > ".join(x["id"] for x in sorted(d["ctxs"], key=lambda x: x["label"], reverse=True))
-            demo_text += "\n\n".join(template.format(**c) for c in d["ctxs"]) + f"\n\nQuery: {d['query']}\nRanking: {ranking}" + "\n\n"
+            demo_text += (
+                "\n\n".join(template.format(**c) for c in d["ctxs"])
+                + f"\n\nQuery: {d['query']}\nRanking: {ranking}"
+                + "\n\n"
+            )
         ctxs = list(item["ctxs"])
 
         def prompt(k: int) -> str:

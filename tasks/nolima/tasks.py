@@ -153,7 +153,9 @@ class NoLiMaTask(Task):
         test, book_no, depth_no = self.cell(index)
         char = characters(test, seed, book_no)[depth_no]
         needle = test.needle.replace("{CHAR}", char) if char is not None else test.needle
-        question = test.question.replace("{CHAR}", char) if char is not None and "{CHAR}" in test.question else test.question
+        question = (
+            test.question.replace("{CHAR}", char) if char is not None and "{CHAR}" in test.question else test.question
+        )
         gold = (char,) if char is not None else test.gold_answers
         template = test.task_template or DEFAULT_TASK_TEMPLATE
         book = _book_tokens(tokenizer_fingerprint(tokenizer), d.hash, book_no, tokenizer)

@@ -38,12 +38,13 @@ NEEDLE_SET = [
     },
 ]
 
-WORDS = (
+_WORD_TEXT = (
     "the river old house road light morning letter window garden village quiet small evening "
     "friend voice stone field winter summer door table bread water horse long short green "
     "walked looked said thought turned waited carried opened closed remembered slowly again "
     "under over before after while because never always often there here then when"
-).split()
+)
+WORDS = _WORD_TEXT.split(" ")
 
 
 def book(seed: int, lines: int = 300) -> str:

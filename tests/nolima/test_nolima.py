@@ -25,42 +25,42 @@ from .fixtures import NEEDLE_SET, write_nolima
 # (task, length, index, character, haystack tokens, sha256 prefix of the prompt): each prompt was
 # rebuilt by the reference's code for the same test, book, depth and haystack size, and matched.
 PINNED = [
-    ('nolima', 512, 0, 'Gary', 176, '4a49073ee8d41e19b4db4d6a'),
-    ('nolima', 512, 1, 'Calvin', 176, '5c66b92a9ceaa64a84b3bb8b'),
-    ('nolima', 512, 2, 'Mandy', 181, '3e69daaacf3839a545934d5a'),
-    ('nolima', 512, 3, 'Yuki', 174, '4de8a0b442106e7d2a698a78'),
-    ('nolima', 512, 4, 'Veronica', 174, 'df31d088258deb954683a2a8'),
-    ('nolima', 512, 5, 'Yosef', 187, 'c136b84e1a89a72746650254'),
-    ('nolima', 1024, 0, 'Gary', 688, '684f167f05632e848493e394'),
-    ('nolima', 1024, 1, 'Calvin', 688, '9305429f98ce194a8f037a38'),
-    ('nolima', 1024, 2, 'Mandy', 693, 'bd1a1577a88d55d56db47f34'),
-    ('nolima', 1024, 3, 'Yuki', 686, '6c6d8aa1cfa57f9d79976117'),
-    ('nolima', 1024, 4, 'Veronica', 686, '9b1f4afd67ba8e2177991ed4'),
-    ('nolima', 1024, 5, 'Yosef', 699, 'a0236c4d009ad86e403b027d'),
-    ('nolima', 2048, 0, 'Gary', 1712, '0f6b3fbf36534e269bb79531'),
-    ('nolima', 2048, 1, 'Calvin', 1712, '3d4ca5100372860812c92e42'),
-    ('nolima', 2048, 2, 'Mandy', 1717, 'c40125546596611b8a3ab339'),
-    ('nolima', 2048, 3, 'Yuki', 1710, '86157df88b590e7f9203cd3e'),
-    ('nolima', 2048, 4, 'Veronica', 1710, '91f6c0bb888b8dc6c3d2bcdb'),
-    ('nolima', 2048, 5, 'Yosef', 1723, '1848543511f8335f4e6610ca'),
-    ('nolima_direct', 512, 0, 'Veronica', 169, '04c7d2e6ff7e7d608274bdf9'),
-    ('nolima_direct', 512, 1, 'Katie', 178, '99baff150b065820a74cea5b'),
-    ('nolima_direct', 512, 2, 'Katie', 170, '1e5b8cf4dd0aed05927b3b9f'),
-    ('nolima_direct', 512, 3, 'Gary', 171, '19c75d6f7292962795731f4f'),
-    ('nolima_direct', 512, 4, 'Yuki', 177, 'cffe5322c55e805874deb6b6'),
-    ('nolima_direct', 512, 5, 'Diana', 170, '77f0504f2f7cfb6c6ed92b66'),
-    ('nolima_direct', 1024, 0, 'Veronica', 681, 'cde29fb531fd48d5f65c4cdb'),
-    ('nolima_direct', 1024, 1, 'Katie', 690, '0f92b3f649f26b808b1747f2'),
-    ('nolima_direct', 1024, 2, 'Katie', 682, '566d9ce8dab35544d3246aac'),
-    ('nolima_direct', 1024, 3, 'Gary', 683, 'a7285449c0d390f32997369d'),
-    ('nolima_direct', 1024, 4, 'Yuki', 689, '487b0abd0c9c5a5015c3bf70'),
-    ('nolima_direct', 1024, 5, 'Diana', 682, '55b016cfefbbfe6d7e8823a4'),
-    ('nolima_direct', 2048, 0, 'Veronica', 1705, 'b92910a6107c5127cf11d7e1'),
-    ('nolima_direct', 2048, 1, 'Katie', 1714, 'bb2df7f91f41eb5ab4ee3450'),
-    ('nolima_direct', 2048, 2, 'Katie', 1706, '3f0663341ca47d806c51c05e'),
-    ('nolima_direct', 2048, 3, 'Gary', 1707, 'd4050c921deb1ced4a1f67c5'),
-    ('nolima_direct', 2048, 4, 'Yuki', 1713, '731afdaacaaa1f3e12445595'),
-    ('nolima_direct', 2048, 5, 'Diana', 1706, 'fafc6d8c2d241db00ee82ca5'),
+    ("nolima", 512, 0, "Gary", 176, "4a49073ee8d41e19b4db4d6a"),
+    ("nolima", 512, 1, "Calvin", 176, "5c66b92a9ceaa64a84b3bb8b"),
+    ("nolima", 512, 2, "Mandy", 181, "3e69daaacf3839a545934d5a"),
+    ("nolima", 512, 3, "Yuki", 174, "4de8a0b442106e7d2a698a78"),
+    ("nolima", 512, 4, "Veronica", 174, "df31d088258deb954683a2a8"),
+    ("nolima", 512, 5, "Yosef", 187, "c136b84e1a89a72746650254"),
+    ("nolima", 1024, 0, "Gary", 688, "684f167f05632e848493e394"),
+    ("nolima", 1024, 1, "Calvin", 688, "9305429f98ce194a8f037a38"),
+    ("nolima", 1024, 2, "Mandy", 693, "bd1a1577a88d55d56db47f34"),
+    ("nolima", 1024, 3, "Yuki", 686, "6c6d8aa1cfa57f9d79976117"),
+    ("nolima", 1024, 4, "Veronica", 686, "9b1f4afd67ba8e2177991ed4"),
+    ("nolima", 1024, 5, "Yosef", 699, "a0236c4d009ad86e403b027d"),
+    ("nolima", 2048, 0, "Gary", 1712, "0f6b3fbf36534e269bb79531"),
+    ("nolima", 2048, 1, "Calvin", 1712, "3d4ca5100372860812c92e42"),
+    ("nolima", 2048, 2, "Mandy", 1717, "c40125546596611b8a3ab339"),
+    ("nolima", 2048, 3, "Yuki", 1710, "86157df88b590e7f9203cd3e"),
+    ("nolima", 2048, 4, "Veronica", 1710, "91f6c0bb888b8dc6c3d2bcdb"),
+    ("nolima", 2048, 5, "Yosef", 1723, "1848543511f8335f4e6610ca"),
+    ("nolima_direct", 512, 0, "Veronica", 169, "04c7d2e6ff7e7d608274bdf9"),
+    ("nolima_direct", 512, 1, "Katie", 178, "99baff150b065820a74cea5b"),
+    ("nolima_direct", 512, 2, "Katie", 170, "1e5b8cf4dd0aed05927b3b9f"),
+    ("nolima_direct", 512, 3, "Gary", 171, "19c75d6f7292962795731f4f"),
+    ("nolima_direct", 512, 4, "Yuki", 177, "cffe5322c55e805874deb6b6"),
+    ("nolima_direct", 512, 5, "Diana", 170, "77f0504f2f7cfb6c6ed92b66"),
+    ("nolima_direct", 1024, 0, "Veronica", 681, "cde29fb531fd48d5f65c4cdb"),
+    ("nolima_direct", 1024, 1, "Katie", 690, "0f92b3f649f26b808b1747f2"),
+    ("nolima_direct", 1024, 2, "Katie", 682, "566d9ce8dab35544d3246aac"),
+    ("nolima_direct", 1024, 3, "Gary", 683, "a7285449c0d390f32997369d"),
+    ("nolima_direct", 1024, 4, "Yuki", 689, "487b0abd0c9c5a5015c3bf70"),
+    ("nolima_direct", 1024, 5, "Diana", 682, "55b016cfefbbfe6d7e8823a4"),
+    ("nolima_direct", 2048, 0, "Veronica", 1705, "b92910a6107c5127cf11d7e1"),
+    ("nolima_direct", 2048, 1, "Katie", 1714, "bb2df7f91f41eb5ab4ee3450"),
+    ("nolima_direct", 2048, 2, "Katie", 1706, "3f0663341ca47d806c51c05e"),
+    ("nolima_direct", 2048, 3, "Gary", 1707, "d4050c921deb1ced4a1f67c5"),
+    ("nolima_direct", 2048, 4, "Yuki", 1713, "731afdaacaaa1f3e12445595"),
+    ("nolima_direct", 2048, 5, "Diana", 1706, "fafc6d8c2d241db00ee82ca5"),
 ]
 
 
@@ -129,7 +129,9 @@ def test_metric_matches_the_reference():
 def test_question_placeholder_quirk():
     # run_tests.py rebuilds the question from its template for each placeholder it holds: only the
     # last substitution survives
-    needle_set = [dict(NEEDLE_SET[1], questions={"onehop": "Who avoids {1} and {2}?"}, tests={"T": {"input_args": ["a", "b"]}})]
+    needle_set = [
+        dict(NEEDLE_SET[1], questions={"onehop": "Who avoids {1} and {2}?"}, tests={"T": {"input_args": ["a", "b"]}})
+    ]
     (test,) = data.expand_tests(needle_set)
     assert test.question == "Who avoids {1} and b?"
 
