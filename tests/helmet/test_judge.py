@@ -123,7 +123,8 @@ def _write_judged_data(folder):
 def _reply(prompt: str) -> str:
     if "Correct answers:" in prompt:
         answer = prompt.rsplit("\nAnswer: ", 1)[1]
-        return 'Thinking. {"fluency": 1, "correctness": %d}' % (3 if "Mary" in answer else 1)
+        correctness = 3 if "Mary" in answer else 1
+        return 'Thinking. {"fluency": 1, "correctness": ' + str(correctness) + "}"
     if "evaluate the fluency" in prompt:
         return '{"fluency": 1}'
     if "key points" in prompt.lower():
