@@ -266,18 +266,31 @@ def test_eval_end_to_end(tiny_llama_dir, helmet_dir, tmp_path, monkeypatch):
 
     monkeypatch.delenv(alce.NLI_ENV, raising=False)
     out = tmp_path / "out"
-    tasks = "helmet_json_kv,helmet_nq,helmet_msmarco,helmet_alce_qampari,helmet_alce_qampari_citation_rec"
     # 4 new tokens instead of each task's own keep the CPU run short; prompts keep their full budget
-    args = ["eval", "--ckpts", str(tiny_llama_dir), "--tasks", tasks, "--lengths", "4k", "--samples", "2"]
-    args += ["--max-new-tokens", "4"]
+    args = ["eval", "--ckpts", str(tiny_llama_dir), "--suite", "helmet-nojudge", "--lengths", "4k", "--samples", "1"]
+    args += ["--max-new-tokens", "4", "--exclude", "helmet_niah_mv"]
     assert (
         main([*args, "--helmet-data", str(helmet_dir), "--out", str(out), "--no-progress", "--cache-dir", "none"]) == 0
     )
     results = json.loads((out / "results.json").read_text())
-    suite = next(iter(results["suites"].values()))
+    suite = results["suites"]["helmet-nojudge"]
     assert "NLI model" in suite["unavailable"]["helmet_alce_qampari_citation_rec"]
+    assert "ICL data" in suite["unavailable"]["helmet_icl_banking77"]  # no ICL folder given: one line each
+    assert set(suite["categories"]) == {"Recall", "RAG", "Re-rank", "Cite", "ICL"}
+    assert suite["categories"]["ICL"] == {} and set(suite["categories"]["RAG"]) == {"4096"}  # no ICL task ran
     recs = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()[1:]]
-    assert sorted({r["task"] for r in recs}) == ["helmet_alce_qampari", "helmet_json_kv", "helmet_msmarco", "helmet_nq"]
+    assert {r["task"] for r in recs} == {
+        "helmet_json_kv", "helmet_niah_mk_2", "helmet_niah_mk_3", "helmet_nq", "helmet_triviaqa",
+        "helmet_hotpotqa", "helmet_popqa", "helmet_msmarco", "helmet_alce_asqa", "helmet_alce_qampari",
+    }  # fmt: skip
     for r in recs:
         assert r["num_tokens"] + get_task(r["task"]).max_new_tokens <= 4096 and 0 <= r["score"] <= 1
         assert "judge" not in r["settings"]
+    # the leaderboard shows HELMET as its own column group with its categories
+    from leaderboards.build import build, load_runs
+
+    board = build(load_runs([str(out)]))
+    groups = {c["group"] for c in board["columns"]}
+    assert any(g.startswith("HELMET") for g in groups)
+    cats = {c.get("category") for c in board["columns"] if c["suite"] == "helmet-nojudge"}
+    assert {"Recall", "RAG", "Re-rank", "Cite"} <= cats

@@ -82,3 +82,15 @@ def test_eval_end_to_end(tiny_llama_dir, tmp_path, capsys, monkeypatch):
     recs = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()[1:]]
     assert len(recs) == 4 and all(r["metric"] == "contains" and r["num_tokens"] + 192 <= r["length"] for r in recs)
     assert all(r["score"] == float(r["metadata"]["references"][0] in r["prediction"]) for r in recs)
+    # the leaderboard: NoLiMa's column group with its own effective length, and the depth heatmap
+    site = tmp_path / "site"
+    assert main(["leaderboard", str(out), "--out", str(site)]) == 0
+    from leaderboards.build import build, load_runs
+
+    board = build(load_runs([str(out)]))
+    cols = {c["key"]: c for c in board["columns"] if c["suite"] == "nolima"}
+    assert cols["eff_nolima"]["group"] == "NoLiMa"
+    cell = board["rows"][0]["cells"]["nolima/eff_nolima"]
+    assert cell["text"] == rel["label"] or cell["text"].startswith("<")
+    assert [h["suite"] for h in board["heatmaps"]] == ["nolima"]
+    assert 'data-chart="heatmap"' in (site / "index.html").read_text()
