@@ -85,7 +85,10 @@ def _endpoint(cfg: JudgeConfig):
 
 @lru_cache(maxsize=8)
 def _describe(cfg: JudgeConfig) -> dict:
-    info = _endpoint(cfg).describe(cfg.model)
+    try:
+        info = _endpoint(cfg).describe(cfg.model)
+    except UserError as exc:  # unreachable, or not serving that model: name the judge's flags
+        raise UserError(f"judge: {exc} (the judge is set by {FLAGS})") from None
     return {"base_url": _endpoint(cfg).base, "model": info["id"], "root": info["root"]}
 
 

@@ -131,7 +131,8 @@ class NoLiMaTask(Task):
         return n_tests * n_books * len(DEPTHS)
 
     def num_samples_with_tokenizer(self, length: int, tokenizer) -> int:
-        shortest = min(len(tokenizer(t, add_special_tokens=False)["input_ids"]) for _, t in data.load().books)
+        d, fp = data.load(), tokenizer_fingerprint(tokenizer)
+        shortest = min(len(_book_tokens(fp, d.hash, n, tokenizer).ids) for n in range(len(d.books)))
         if shortest < length:
             raise TaskUnavailable(
                 f"the shortest NoLiMa book has {shortest} tokens, fewer than {length}: drop that length"

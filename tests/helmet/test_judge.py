@@ -229,3 +229,12 @@ def test_eval_records_the_judge(tiny_llama_dir, judged_dir, tmp_path, monkeypatc
 def test_judge_flags_come_in_pairs(monkeypatch):
     with pytest.raises(J.UserError, match="both"):
         J.set_judge("http://127.0.0.1:1/v1", None)
+
+
+def test_unreachable_or_unknown_judge_names_its_flags(judged_dir):
+    cfg = J.JudgeConfig("http://127.0.0.1:9/v1", "judge", retries=0)
+    with pytest.raises(J.UserError, match="judge: .*cannot be reached.*--judge-base-url"):
+        J.judge_settings(cfg, 10)
+    with JudgeServer(_reply) as server:
+        with pytest.raises(J.UserError, match="judge: model 'other' is not served"):
+            J.judge_settings(J.JudgeConfig(server.url, "other"), 10)

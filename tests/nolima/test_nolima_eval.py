@@ -82,6 +82,10 @@ def test_eval_end_to_end(tiny_llama_dir, tmp_path, capsys, monkeypatch):
     recs = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()[1:]]
     assert len(recs) == 4 and all(r["metric"] == "contains" and r["num_tokens"] + 192 <= r["length"] for r in recs)
     assert all(r["score"] == float(r["metadata"]["references"][0] in r["prediction"]) for r in recs)
+    # `harness plan` reads the suite like any other (samples needed per task and length)
+    capsys.readouterr()
+    assert main(["plan", "--baseline", str(out), "--delta", "20"]) == 0
+    assert "nolima" in capsys.readouterr().out
     # the leaderboard: NoLiMa's column group with its own effective length, and the depth heatmap
     site = tmp_path / "site"
     assert main(["leaderboard", str(out), "--out", str(site)]) == 0
