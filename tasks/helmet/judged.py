@@ -129,8 +129,9 @@ class HelmetJudgedTask(HelmetTask):
         return len(self._data()[0])
 
     def _build(self, length, index, seed, tokenizer, context, user, refs, meta) -> Sample:
-        enc = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True)
-        offsets, n = enc["offset_mapping"], len(enc["input_ids"])
+        # the Rust tokenizer's offsets (transformers' fast tokenizers and harness generate's light one)
+        enc = tokenizer.backend_tokenizer.encode(context, add_special_tokens=False)
+        offsets, n = enc.offsets, len(enc.ids)
         k, prompt, num = fit_count(
             lambda k: user(truncated(context, tokenizer, k, n, offsets)) + self.joiner + self.system,
             n,

@@ -66,7 +66,8 @@ class BookTokens:
     def __init__(self, text: str, tokenizer):
         self.tokenizer = tokenizer
         self.ids: list[int] = tokenizer(text, add_special_tokens=False)["input_ids"]
-        pieces = tokenizer.batch_decode([[i] for i in self.ids])
+        batch = getattr(tokenizer, "batch_decode", None)  # harness generate's light tokenizer has none
+        pieces = batch([[i] for i in self.ids]) if batch else [tokenizer.decode([i]) for i in self.ids]
         self.valid = np.array([0] + [i for i, p in enumerate(pieces) if "\n" in p], dtype=np.int64)
 
     def place(self, needle: str, context_length: int, depth: float) -> tuple[str, int]:

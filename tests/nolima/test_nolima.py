@@ -169,3 +169,17 @@ def test_books_too_short_make_the_length_unavailable(nolima_dir, bpe_tokenizer):
     with pytest.raises(TaskUnavailable, match="fewer than 65536"):
         get_task("nolima").num_samples_with_tokenizer(65536, bpe_tokenizer)
     assert get_task("nolima").num_samples_with_tokenizer(2048, bpe_tokenizer) == 6 * 2 * 26
+
+
+def test_generate_command(nolima_dir, bpe_tokenizer_dir, tmp_path):
+    """`harness generate` (light tokenizer, no transformers) writes the same samples as eval builds."""
+    from harness.cli import main
+
+    out = tmp_path / "gen"
+    args = ["generate", "--tasks", "nolima", "--lengths", "1k", "--samples", "3", "--tokenizer", str(bpe_tokenizer_dir)]
+    assert main([*args, "--nolima-data", str(nolima_dir), "--out", str(out), "--cache-dir", "none"]) == 0
+    rows = [json.loads(x) for x in (out / "nolima" / "1024.jsonl").read_text().splitlines()]
+    pinned = {i: sha for task, length, i, _, _, sha in PINNED if task == "nolima" and length == 1024}
+    assert [hashlib.sha256((r["input"] + r["answer_prefix"]).encode()).hexdigest()[:24] for r in rows] == [
+        pinned[i] for i in range(3)
+    ]
