@@ -78,6 +78,10 @@ def test_eval_end_to_end(tiny_llama_dir, tmp_path, capsys, monkeypatch):
     rel = suite["summary"]["effective_length_nolima"]
     assert rel["rule"] == "nolima" and rel["fraction"] == 0.85 and rel["base_lengths"] == [512, 1024]
     assert suite["summary"]["effective_length"]["threshold"] == 85.6  # RULER's rule stays beside it
+    from harness.aggregate import apply_threshold
+
+    again = apply_threshold(results, 10.0)["suites"]["nolima"]["summary"]
+    assert again["effective_length"]["threshold"] == 10.0 and again["effective_length_nolima"] == rel
     assert set(suite["depth_heatmap"]["lengths"]) == {512, 1024}
     recs = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()[1:]]
     assert len(recs) == 4 and all(r["metric"] == "contains" and r["num_tokens"] + 192 <= r["length"] for r in recs)
