@@ -11,7 +11,7 @@ LongBench's few-shot category is shown as "LongBench ICL", as in the paper's tab
 from __future__ import annotations
 
 from tasks.helmet.suite import CATEGORIES as _HELMET_CATEGORIES
-from tasks.helmet.suite import JUDGED as _HELMET_JUDGED
+from tasks.helmet.suite import NOJUDGE_CATEGORIES as _HELMET_NOJUDGE_CATEGORIES
 from tasks.longbench.prompts import DATASETS as LONGBENCH_TASKS
 from tasks.longbench.tasks import SUITE_CATEGORIES as _LONGBENCH_CATEGORIES
 from tasks.registry import register_suite
@@ -23,7 +23,7 @@ PAPER_TASKS = RULER_TASKS + list(LONGBENCH_TASKS) + SHORT_TASKS
 _CATEGORIES: dict[str, dict[str, list[str]]] = {
     **_LONGBENCH_CATEGORIES,
     "helmet": dict(_HELMET_CATEGORIES),
-    "helmet-nojudge": {c: ts for c, ts in _HELMET_CATEGORIES.items() if c not in _HELMET_JUDGED},
+    "helmet-nojudge": {c: list(ts) for c, ts in _HELMET_NOJUDGE_CATEGORIES.items()},
     "paper": {
         "RULER": list(RULER_TASKS),
         **_LONGBENCH_CATEGORIES["longbench"],

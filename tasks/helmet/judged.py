@@ -105,18 +105,12 @@ def truncated(context: str, tokenizer, k: int, n_tokens: int, offsets) -> str:
     return context[: offsets[k][0]] + P.TRUNCATION_POSTFIX
 
 
-class HelmetJudgedTask(HelmetTask):
-    judge_max_tokens: ClassVar[int]
+class HelmetContextTask(HelmetTask):
+    """A task over one long document cut from its end to fit the length (LongQA, summarization)."""
+
     joiner: ClassVar[str] = "\n"
 
-    def judge(self) -> J.JudgeConfig:
-        return J.configured(self.name)
-
-    def judge_settings(self) -> dict:
-        return J.judge_settings(self.judge(), self.judge_max_tokens)
-
     def check_available(self) -> None:
-        self.judge()
         self._data()
 
     def _data(self):
@@ -161,6 +155,49 @@ class HelmetJudgedTask(HelmetTask):
                 "category": self.category,
             },
         )
+
+
+class HelmetJudgedTask(HelmetContextTask):
+    """A context task scored by the model judge (harness/judge.py)."""
+
+    judge_max_tokens: ClassVar[int]
+
+    def judge(self) -> J.JudgeConfig:
+        return J.configured(self.name)
+
+    def judge_settings(self) -> dict:
+        return J.judge_settings(self.judge(), self.judge_max_tokens)
+
+    def check_available(self) -> None:
+        self.judge()
+        self._data()
+
+
+def summary_f1(task: HelmetJudgedTask, text: str, kps: list[str], expert: str, prompts: tuple, what: str) -> float:
+    """eval_gpt4_summ.py's score: fluency x F1(key-point recall, precision against the expert summary)."""
+    fluency_prompt, recall_prompt, precision_prompt = prompts
+    cfg, tokens = task.judge(), task.judge_max_tokens
+    f = J.judged(cfg, fluency_prompt.format(text=text), tokens, lambda s: J.number(s.get("fluency"), 0, 1), what, True)
+    keypoints = "\n".join(f"{i + 1}. {kp}" for i, kp in enumerate(kps))
+    r = J.judged(
+        cfg,
+        recall_prompt.format(keypoints=keypoints, summary=text),
+        tokens,
+        lambda s: J.number(s.get("recall"), 0, len(kps)),
+        what,
+        True,
+    )
+    p = J.judged(
+        cfg,
+        precision_prompt.format(expert_summary=expert, summary=text),
+        tokens,
+        lambda s: J.number(s.get("sentence_count"), 0) and J.number(s.get("precision"), 0, s["sentence_count"]),
+        what,
+        True,
+    )
+    rec = r["recall"] / len(kps) if kps else 0.0
+    prec = p["precision"] / p["sentence_count"] if p["sentence_count"] > 0 else 0.0
+    return float(f["fluency"]) * 2 * rec * prec / (rec + prec) if rec + prec > 0 else 0.0
 
 
 @register_task
@@ -258,32 +295,6 @@ class HelmetMultiLexSum(HelmetJudgedTask):
     def score(self, prediction: str, sample: Sample) -> float:
         meta = sample.metadata
         text = self._output(prediction, sample).strip()
-        kps = meta["keypoints"]
-        cfg, what = self.judge(), f"{self.name} sample {sample.index}"
-        f = J.judged(
-            cfg,
-            JP.SUMM_FLUENCY.format(text=text),
-            self.judge_max_tokens,
-            lambda s: J.number(s.get("fluency"), 0, 1),
-            what,
-            True,
-        )
-        r = J.judged(
-            cfg,
-            JP.SUMM_RECALL.format(keypoints="\n".join(f"{i + 1}. {kp}" for i, kp in enumerate(kps)), summary=text),
-            self.judge_max_tokens,
-            lambda s: J.number(s.get("recall"), 0, len(kps)),
-            what,
-            True,
-        )
-        p = J.judged(
-            cfg,
-            JP.SUMM_PRECISION.format(expert_summary=meta["expert_summary"], summary=text),
-            self.judge_max_tokens,
-            lambda s: J.number(s.get("sentence_count"), 0) and J.number(s.get("precision"), 0, s["sentence_count"]),
-            what,
-            True,
-        )
-        rec = r["recall"] / len(kps) if kps else 0.0
-        prec = p["precision"] / p["sentence_count"] if p["sentence_count"] > 0 else 0.0
-        return float(f["fluency"]) * 2 * rec * prec / (rec + prec) if rec + prec > 0 else 0.0
+        prompts = (JP.SUMM_FLUENCY, JP.SUMM_RECALL, JP.SUMM_PRECISION)
+        what = f"{self.name} sample {sample.index}"
+        return summary_f1(self, text, meta["keypoints"], meta["expert_summary"], prompts, what)

@@ -43,6 +43,14 @@ def _flat(answers) -> list[str]:
     return answers
 
 
+def rouge_l_f1(prediction: str, answers) -> float:
+    """utils.calculate_metrics' rougeL_f1: rouge_score's ROUGE-L F (Porter stemmer), max over answers."""
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    return max(scorer.score(target=a, prediction=prediction)["rougeL"].fmeasure for a in _flat(answers))
+
+
 def parse_output(output: str, prefix: str = "Answer:") -> str | None:
     """utils.parse_output: the text after `prefix` on its line, else the first line."""
     patterns = [re.compile(f"(?:{prefix})(.*)(?:\n|$)", flags=re.IGNORECASE), re.compile(r"(?:^)(.*)(?:\n|$)")]

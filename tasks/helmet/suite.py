@@ -37,12 +37,17 @@ CATEGORIES: dict[str, list[str]] = {
         "helmet_alce_qampari_citation_prec",
     ],
     "ICL": ICL,
-    "LongQA": ["helmet_narrativeqa"],
-    "Summ": ["helmet_multi_lexsum"],
+    "LongQA": ["helmet_narrativeqa", "helmet_infbench_qa", "helmet_infbench_choice"],
+    "Summ": ["helmet_infbench_sum", "helmet_multi_lexsum"],
 }
-JUDGED = {"LongQA", "Summ"}
+JUDGED_TASKS = {"helmet_narrativeqa", "helmet_infbench_sum", "helmet_multi_lexsum"}
 HELMET_TASKS = [t for ts in CATEGORIES.values() for t in ts]
-NOJUDGE_TASKS = [t for c, ts in CATEGORIES.items() if c not in JUDGED for t in ts]
+NOJUDGE_TASKS = [t for t in HELMET_TASKS if t not in JUDGED_TASKS]
+NOJUDGE_CATEGORIES = {
+    c: [t for t in ts if t not in JUDGED_TASKS]
+    for c, ts in CATEGORIES.items()
+    if any(t not in JUDGED_TASKS for t in ts)
+}
 
 register_suite(
     "helmet",
@@ -52,4 +57,6 @@ register_suite(
     label="HELMET",
     order=8,
 )
-register_suite("helmet-nojudge", NOJUDGE_TASKS, "HELMET's five categories that need no model judge")
+register_suite(
+    "helmet-nojudge", NOJUDGE_TASKS, "HELMET without the judged tasks (NarrativeQA, InfiniteBench Sum, Multi-LexSum)"
+)

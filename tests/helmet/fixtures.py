@@ -90,8 +90,35 @@ def _jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+def _infbench(rng: random.Random, kind: str, n: int = 4) -> list[dict]:
+    rows = []
+    for i in range(n):
+        book = " ".join(f"Chapter {j}: the {rng.choice(TOPICS)} keeper {i} walked on." for j in range(20))
+        options = [f"Keeper {i}", f"Ranger {i}", f"Sailor {i}", f"Miller {i}"]
+        answer = [options[i % 4]] if kind == "choice" else [f"Keeper {i}", f"the keeper {i}"]
+        if kind == "sum":
+            answer = [f"  Keeper {i} walks by the {rng.choice(TOPICS)}. "]
+        rows.append(
+            {
+                "id": i,
+                "context": book,
+                "input": f"Who walked in story {i}?" if kind != "sum" else "",
+                "answer": answer,
+                "options": options if kind == "choice" else [],
+            }
+        )
+    return rows
+
+
 def write_helmet(folder: Path) -> Path:
     rng = random.Random(11)
+    other = random.Random(12)
+    for kind in ("qa", "choice", "sum"):
+        _jsonl(folder / "infbench" / f"longbook_{kind}_eng.jsonl", _infbench(other, kind))
+    _jsonl(
+        folder / "infbench" / "longbook_sum_eng_keypoints.jsonl",
+        [{"id": i, "keypoints": [f"Keeper {i} walks.", "The story ends."]} for i in range(4)],
+    )
     kilt = folder / "kilt"
     for ds in ("nq", "triviaqa", "hotpotqa"):
         with_id = ds != "nq"

@@ -211,6 +211,19 @@ def test_metrics_match_the_reference():
     assert [round(g["qampari_rec_top5"], 6) for g in got] == [0.6, 0.2, 0.0, 1.0]
     assert [round(g["qampari_prec"], 6) for g in got] == [1.0, 0.333333, 0.0, 1.0]
     assert [round(g["qampari_f1_top5"], 6) for g in got] == [0.75, 0.25, 0.0, 1.0]
+    # InfiniteBench QA (default_post_process rougeL_f1) and choice (choice_post_process exact_match)
+    qa_preds = ["Keeper 3", " the keeper 3 walked", "Answer: keepers", "no idea at all", ""]
+    got = [
+        metrics.best_of_raw_and_parsed(metrics.rouge_l_f1, "Answer:" + p, ["Keeper 3", "the keeper 3"])
+        for p in qa_preds
+    ]
+    assert got == pytest.approx([1.0, 0.8571428571428571, 0.6666666666666666, 0.0, 0.0])
+    from tasks.base import Sample
+
+    choice = get_task("helmet_infbench_choice")
+    base = Sample("t", "1", 0, 0, 0, "", "\nAnswer:", ("D", "D. Miller 3"), 10, 1, "", {"system": "Answer:"})
+    preds = [" D", " D. Miller 3", " The answer is D. Miller 3.", " C", "Answer: d"]
+    assert [choice.score(p, base) for p in preds] == [1, 1, 1, 0, 1]
 
 
 def test_citation_plumbing_matches_the_reference():
@@ -254,6 +267,8 @@ def test_missing_data_and_nli(tmp_path, monkeypatch, bpe_tokenizer):
 def test_suite_and_categories():
     names = all_suites()["helmet"]
     cats = suite_categories("helmet")
+    assert cats["LongQA"] == ["helmet_narrativeqa", "helmet_infbench_qa", "helmet_infbench_choice"]
+    assert suite_categories("helmet-nojudge")["LongQA"] == ["helmet_infbench_qa", "helmet_infbench_choice"]
     assert list(cats) == ["Recall", "RAG", "Re-rank", "Cite", "ICL", "LongQA", "Summ"]
     assert sorted(names) == sorted(t for ts in cats.values() for t in ts)
     assert cats["ICL"] == [f"helmet_icl_{d}" for d in ("trec_coarse", "trec_fine", "banking77", "clinic150", "nlu")]

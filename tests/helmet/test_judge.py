@@ -31,11 +31,23 @@ def _sha(text: str, n: int = 24) -> str:
 
 
 def test_prompts_are_the_reference_strings():
-    assert [_sha(getattr(JP, n), 16) for n in ("LONGQA_JUDGE", "SUMM_FLUENCY", "SUMM_RECALL", "SUMM_PRECISION")] == [
+    names = (
+        "LONGQA_JUDGE",
+        "SUMM_FLUENCY",
+        "SUMM_RECALL",
+        "SUMM_PRECISION",
+        "BOOK_FLUENCY",
+        "BOOK_RECALL",
+        "BOOK_PRECISION",
+    )
+    assert [_sha(getattr(JP, n), 16) for n in names] == [
         "5e58473efe89277f",
         "1ae2a512ceda269a",
         "18fbb46816b4f273",
         "977e320bea9a5956",
+        "1cdd25fa4ef5982b",
+        "2716154035020275",
+        "98f9964803fa36d0",
     ]
     assert [
         _sha(getattr(P, n))
@@ -146,9 +158,11 @@ def judged_dir(tmp_path, monkeypatch):
 
 
 def test_no_judge_means_unavailable(judged_dir):
-    for name in ("helmet_narrativeqa", "helmet_multi_lexsum"):
+    for name in ("helmet_narrativeqa", "helmet_multi_lexsum", "helmet_infbench_sum"):
         with pytest.raises(TaskUnavailable, match="--judge-base-url URL --judge-model NAME"):
             get_task(name).check_available()
+    for name in ("helmet_infbench_qa", "helmet_infbench_choice"):  # LongQA without a judge
+        assert not hasattr(get_task(name), "judge_settings")
 
 
 def test_scores_and_untrusted_replies(judged_dir, bpe_tokenizer, monkeypatch):
@@ -179,6 +193,15 @@ def test_scores_and_untrusted_replies(judged_dir, bpe_tokenizer, monkeypatch):
         # fluency 1, recall 1 of 2 key points, precision 1 of 2 sentences: F1 0.5
         assert summ.score(" The city was sued. It settled.", t) == pytest.approx(0.5)
         assert server.requests[-1]["max_tokens"] == 4096
+        from .fixtures import write_helmet
+
+        write_helmet(judged_dir)
+        book = get_task("helmet_infbench_sum")
+        book.check_available()
+        u = book.sample(2048, 0, 42, bpe_tokenizer)
+        assert u.max_new_tokens == 1200 and u.num_tokens + 1200 <= 2048
+        assert book.score(" Keeper walks. The end.", u) == pytest.approx(0.5)  # the _book prompts, same scoring
+        assert "Example 2:" in server.requests[-1]["messages"][0]["content"]
         settings = summ.judge_settings()
         assert (
             settings["model"] == "judge"
@@ -235,6 +258,5 @@ def test_unreachable_or_unknown_judge_names_its_flags(judged_dir):
     cfg = J.JudgeConfig("http://127.0.0.1:9/v1", "judge", retries=0)
     with pytest.raises(J.UserError, match="judge: .*cannot be reached.*--judge-base-url"):
         J.judge_settings(cfg, 10)
-    with JudgeServer(_reply) as server:
-        with pytest.raises(J.UserError, match="judge: model 'other' is not served"):
-            J.judge_settings(J.JudgeConfig(server.url, "other"), 10)
+    with JudgeServer(_reply) as server, pytest.raises(J.UserError, match="judge: model 'other' is not served"):
+        J.judge_settings(J.JudgeConfig(server.url, "other"), 10)
