@@ -291,12 +291,13 @@ def test_eval_end_to_end(tiny_llama_dir, helmet_dir, tmp_path, monkeypatch):
     suite = results["suites"]["helmet-nojudge"]
     assert "NLI model" in suite["unavailable"]["helmet_alce_qampari_citation_rec"]
     assert "ICL data" in suite["unavailable"]["helmet_icl_banking77"]  # no ICL folder given: one line each
-    assert set(suite["categories"]) == {"Recall", "RAG", "Re-rank", "Cite", "ICL"}
+    assert set(suite["categories"]) == {"Recall", "RAG", "Re-rank", "Cite", "ICL", "LongQA"}
     assert suite["categories"]["ICL"] == {} and set(suite["categories"]["RAG"]) == {"4096"}  # no ICL task ran
     recs = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()[1:]]
     assert {r["task"] for r in recs} == {
         "helmet_json_kv", "helmet_niah_mk_2", "helmet_niah_mk_3", "helmet_nq", "helmet_triviaqa",
         "helmet_hotpotqa", "helmet_popqa", "helmet_msmarco", "helmet_alce_asqa", "helmet_alce_qampari",
+        "helmet_infbench_qa", "helmet_infbench_choice",
     }  # fmt: skip
     for r in recs:
         assert r["num_tokens"] + get_task(r["task"]).max_new_tokens <= 4096 and 0 <= r["score"] <= 1
