@@ -114,15 +114,28 @@ def ask(cfg: JudgeConfig, prompt: str, max_tokens: int) -> str:
         "top_p": cfg.top_p,
         "seed": cfg.seed,
     }
-    body = _endpoint(cfg).post("/chat/completions", payload)
-    choices = body.get("choices") if isinstance(body, dict) else None
-    message = (
-        choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
-    )
-    content = message.get("content") if isinstance(message, dict) else None
+    ep = _endpoint(cfg)
+    try:  # served-safety's reply schemas: Endpoint validates the reply's shape (retried, then one error)
+        from harness.runners.replies import ChatCompletion  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        body = ep.post("/chat/completions", payload)  # type: ignore[call-arg, unused-ignore]
+    else:
+        body = ep.post("/chat/completions", payload, ChatCompletion)  # type: ignore[call-arg, unused-ignore]
+    content = _content(body)
     if not isinstance(content, str):
         raise JudgeReplyError(f"the judge at {cfg.base_url} answered without a message text: {str(body)[:120]!r}")
     return content
+
+
+def _content(body):
+    """The first choice's message text, from a validated reply object or a plain JSON dict."""
+    if not isinstance(body, dict):
+        choices = getattr(body, "choices", None) or []
+        return getattr(getattr(choices[0], "message", None), "content", None) if choices else None
+    choices = body.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    message = first.get("message")
+    return message.get("content") if isinstance(message, dict) else None
 
 
 def parse_json(text: str, code_block_fallback: bool = False) -> dict | None:

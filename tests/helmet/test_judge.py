@@ -184,9 +184,10 @@ def test_scores_and_untrusted_replies(judged_dir, bpe_tokenizer, monkeypatch):
         server.script = ["garbage"] * J.ATTEMPTS
         with pytest.raises(J.JudgeReplyError, match="no readable scores"):
             qa.score(" Mary", s)
-        server.script = [{"choices": []}]
+        server.script = [{"choices": []}] * 8  # a malformed body: an error (after the endpoint's retries)
         with pytest.raises(J.UserError):
             qa.score(" Mary", s)
+        server.script = []
         summ = get_task("helmet_multi_lexsum")
         t = summ.sample(2048, 0, 42, bpe_tokenizer)
         assert t.answer_prefix == "\n\nSummary:" and t.num_tokens + 400 <= 2048
