@@ -25,6 +25,10 @@ The math, in order (scores are x100):
      label "below the first length". A suite that is not length-controlled (spec
      "length_controlled": false, or lengths [0]: LongBench, MMLU/HellaSwag) gets
      {"threshold": null, "value": null, "label": "n/a"} and "length_controlled": false.
+  6. NoLiMa's effective length (summary "effective_length_nolima", length-controlled suites):
+     the base score is the mean of the per-length averages at lengths <= 1K (else at the shortest
+     length); the value is the largest evaluated L with the average >= 0.85 x base at every
+     evaluated length <= L (see base_relative_effective_length).
 Excluded and unavailable tasks are listed and never averaged (as zeros or otherwise); every
 average says how many of the suite's tasks it covers (tasks_covered / tasks_total).
 
@@ -158,6 +162,40 @@ def effective_length(per_length: dict[str, dict], lengths: list[int], threshold:
     return {"threshold": threshold, "value": value, "label": label}
 
 
+# NoLiMa's rule (adobe-research/NoLiMa README): the effective length is the longest length whose
+# score stays at or above 85% of the model's base score, its score at short contexts (NoLiMa's
+# 250, 500 and 1K; here the mean of the suite's per-length averages at lengths <= 1K, or at its
+# shortest length when none is that short).
+NOLIMA_FRACTION = 0.85
+NOLIMA_BASE_MAX_LENGTH = 1024
+
+
+def base_relative_effective_length(
+    per_length: dict[str, dict],
+    lengths: list[int],
+    fraction: float = NOLIMA_FRACTION,
+    base_max_length: int = NOLIMA_BASE_MAX_LENGTH,
+) -> dict:
+    """NoLiMa's effective length beside RULER's: largest evaluated L with the checkpoint-mean
+    average >= fraction x base score at every evaluated L' <= L (the base lengths included)."""
+    evaluated = [L for L in sorted(lengths) if str(L) in per_length]
+    out: dict = {"rule": "nolima", "fraction": fraction, "base_lengths": [], "base_score": None}
+    if not evaluated:
+        return {**out, "threshold": None, "value": None, "label": "no length evaluated"}
+    base_lengths = [L for L in evaluated if L <= base_max_length] or evaluated[:1]
+    base = sum(per_length[str(L)]["mean"] for L in base_lengths) / len(base_lengths)
+    out.update(base_lengths=base_lengths, base_score=base)
+    if not base > 0:  # every length would pass a threshold of 0
+        return {**out, "threshold": 0.0, "value": None, "label": "n/a (base score 0)"}
+    threshold = fraction * base
+    value = None
+    for L in evaluated:
+        if not per_length[str(L)]["mean"] >= threshold:
+            break
+        value = L
+    return {**out, "threshold": threshold, "value": value, "label": format_length(value) if value else BELOW_FIRST}
+
+
 def _group_average(
     tasks: list[str], cell: dict, lengths: list[int], ckpt_fps: list[str], counts: dict | None = None
 ) -> dict[int, tuple[list[str], dict[str, float]]]:
@@ -285,6 +323,8 @@ def _aggregate_suite(
     summary["effective_length"] = (
         effective_length(per_length, lengths, threshold) if length_controlled else dict(NOT_LENGTH_CONTROLLED)
     )
+    if length_controlled:
+        summary["effective_length_nolima"] = base_relative_effective_length(per_length, lengths)
     summary["tasks_covered"] = len(covered_everywhere)
     summary["tasks_total"] = total
     summary["lengths_covered"] = len(suite_len)
@@ -497,6 +537,7 @@ def _perplexity_view(suite: dict, perplexity_tasks: set[str]) -> dict:
     if suite["evaluated"] and set(suite["evaluated"]) <= perplexity_tasks:
         suite["score"] = "perplexity"
         suite["summary"]["effective_length"] = {"threshold": None, "value": None, "label": "n/a (perplexity)"}
+        suite["summary"].pop("effective_length_nolima", None)
     return suite
 
 

@@ -354,6 +354,7 @@ def plan_eval(cfg: EvalConfig) -> Plan:
         tasks = src.filter_tasks(tasks, unavailable, tokenizer)
     if not tasks:
         raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
+    judges = [t.judge_settings() for t in tasks if hasattr(t, "judge_settings")]
     generated = [x.name for x in tasks if x.kind == "generate"]
     for t in options.max_new_tokens:
         if t != "*" and t not in generated:
@@ -420,6 +421,8 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     extra: dict = {**options.provenance(), "chat_template": chat_hash}
     for src in sources:
         extra.update(src.provenance())
+    if judges:  # one judge per run (the flags): each judged record also names it in settings["judge"]
+        extra["judge"] = judges[0]
     return Plan(
         cfg,
         ckpts,

@@ -78,9 +78,16 @@ class CheckpointJob:
         return settings_id(self.record_base["settings"])
 
 
+def task_settings(settings: dict, task) -> dict:
+    """The record settings of one task's records: the run's, plus what the task adds itself (a
+    judged task's judge, harness/judge.py), so a different judge is a different identity."""
+    judge = getattr(task, "judge_settings", None)
+    return {**settings, "judge": judge()} if judge is not None else settings
+
+
 def sample_key(ckpt, task, length: int, index: int, seed: int, settings: dict) -> tuple:
-    """The store key of one sample of one checkpoint under the record settings `settings`
-    (harness.identity.record_key of the record it will be)."""
+    """The store key of one sample of one checkpoint under the run's record settings `settings`
+    (harness.identity.record_key of the record it will be, task_settings included)."""
     from harness.identity import record_key
 
     return record_key(
@@ -91,7 +98,7 @@ def sample_key(ckpt, task, length: int, index: int, seed: int, settings: dict) -
             "length": length,
             "index": index,
             "seed": seed,
-            "settings": settings,
+            "settings": task_settings(settings, task),
         }
     )
 
@@ -110,11 +117,11 @@ def _record(
     from harness.identity import settings_id
 
     assert 0.0 <= score <= 1.0, f"{task.name} scored {score}, outside [0, 1]"
-    settings = job.record_base["settings"]
+    settings = planned = task_settings(job.record_base["settings"], task)
     if isinstance(metadata.get("truncation"), dict):  # LongBench: the one recorded exception to "never truncate"
-        settings = {**settings, "truncation": metadata["truncation"].get("rule", "middle")}
+        settings = {**planned, "truncation": metadata["truncation"].get("rule", "middle")}
         # a field changed here must be prediction-neutral, or the record's key would not be the planned one
-        assert settings_id(settings) == job.settings_id, "record settings changed after planning"
+        assert settings_id(settings) == settings_id(planned), "record settings changed after planning"
     return {
         "type": "sample",
         "run": job.record_base["run"],

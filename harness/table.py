@@ -125,6 +125,13 @@ def _suite_block(name: str, suite: dict, num_ckpts: int) -> list[str]:
         f"{name} · tasks {covered} · effective length {eff.get('label', MISSING)}"
         + (f" (threshold {threshold:g})" if threshold is not None else "")
     ]
+    rel = summary.get("effective_length_nolima") or {}
+    if name.startswith("nolima") and rel.get("base_score") is not None:  # NoLiMa's own rule beside RULER's
+        bases = ",".join(format_length(int(L)) for L in rel.get("base_lengths") or [])
+        out.append(
+            f"NoLiMa effective length {rel.get('label', MISSING)} (>= {rel.get('fraction', 0.85):g} x base score "
+            f"{rel['base_score']:.1f} at {bases})"
+        )
     if suite.get("excluded"):
         out.append("excluded: " + ", ".join(suite["excluded"]))
     for task, reason in (suite.get("unavailable") or {}).items():

@@ -80,6 +80,22 @@ DATA_SOURCES: tuple[DataSource, ...] = (
         "babilong*",
     ),
     DataSource(
+        "helmet",
+        "--helmet-data",
+        "HARNESS_HELMET",
+        "DIR",
+        "HELMET's released data (its data.tar.gz unpacked: kilt/, msmarco/, alce/, ...)",
+        "helmet*",
+    ),
+    DataSource(
+        "nolima",
+        "--nolima-data",
+        "HARNESS_NOLIMA",
+        "DIR",
+        "NoLiMa's needlesets/ and haystack/rand_shuffle/ folders",
+        "nolima",
+    ),
+    DataSource(
         "icl",
         "--icl-data",
         "HARNESS_ICL_DATA",

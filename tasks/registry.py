@@ -31,6 +31,8 @@ _FAMILY_MODULES = [
     "tasks.icl",
     "tasks.short",
     "tasks.ppl",
+    "tasks.helmet",
+    "tasks.nolima",
     "tasks.suites",
 ]
 _loaded = False

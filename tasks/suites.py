@@ -14,6 +14,8 @@ LongBench's few-shot category is shown as "LongBench ICL", as in the paper's tab
 
 from __future__ import annotations
 
+from tasks.helmet.suite import CATEGORIES as _HELMET_CATEGORIES
+from tasks.helmet.suite import NOJUDGE_CATEGORIES as _HELMET_NOJUDGE_CATEGORIES
 from tasks.longbench.prompts import DATASETS as LONGBENCH_TASKS
 from tasks.longbench.tasks import SUITE_CATEGORIES as _LONGBENCH_CATEGORIES
 from tasks.longbench_v2.tasks import SUITE_CATEGORIES as _LONGBENCH_V2_CATEGORIES
@@ -26,6 +28,8 @@ PAPER_TASKS = RULER_TASKS + list(LONGBENCH_TASKS) + SHORT_TASKS
 _CATEGORIES: dict[str, dict[str, list[str]]] = {
     **_LONGBENCH_CATEGORIES,
     **_LONGBENCH_V2_CATEGORIES,
+    "helmet": dict(_HELMET_CATEGORIES),
+    "helmet-nojudge": {c: list(ts) for c, ts in _HELMET_NOJUDGE_CATEGORIES.items()},
     "paper": {
         "RULER": list(RULER_TASKS),
         **_LONGBENCH_CATEGORIES["longbench"],

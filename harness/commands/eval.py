@@ -127,6 +127,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="tries again after a 429, 5xx or connection error, waiting 0.5 s, 1 s, 2 s, ... (default 5)",
     )
+    g = p.add_argument_group("model judge (HELMET LongQA and summarization; any OpenAI-compatible server)")
+    g.add_argument("--judge-base-url", metavar="URL", help="the judge server's API root, e.g. http://127.0.0.1:8001/v1")
+    g.add_argument("--judge-model", metavar="NAME", help="the name the judge server serves its model under")
+    g.add_argument(
+        "--judge-api-key-env",
+        metavar="VAR",
+        help="environment variable holding the judge's API key (default: OPENAI_API_KEY when set, else no key)",
+    )
     g = p.add_argument_group("instruct and reasoning models (every backend; each is part of the run's identity)")
     g.add_argument(
         "--no-answer-prefix",
@@ -204,6 +212,9 @@ def config_from_args(args: argparse.Namespace):
 
     check_numbers(args)
     data_sources.apply(args)
+    from harness.judge import set_judge
+
+    set_judge(args.judge_base_url, args.judge_model, args.judge_api_key_env)
     ckpts, suite, tasks, exclude = args.ckpts, args.suite, split_csv(args.tasks), split_csv(args.exclude)
     lengths, samples = args.lengths, args.samples
     if args.embedded:
