@@ -14,9 +14,11 @@ def test_rows_name_the_variables_the_loaders_read():
     from tasks import ppl
     from tasks.babilong import data as babilong
     from tasks.data import qa
+    from tasks.helmet import data as helmet
     from tasks.icl import data as icl
     from tasks.longbench import data as longbench
     from tasks.longbench_v2 import data as longbench_v2
+    from tasks.nolima import data as nolima
     from tasks.short import data as short
 
     read = {
@@ -26,6 +28,8 @@ def test_rows_name_the_variables_the_loaders_read():
         "longbench": longbench.ENV_VAR,
         "longbench_v2": longbench_v2.ENV_VAR,
         "babilong": babilong.ENV_VAR,
+        "helmet": helmet.ENV_VAR,
+        "nolima": nolima.ENV_VAR,
         "icl": icl.ENV_VAR,
         "mmlu": short.MMLU_ENV,
         "hellaswag": short.HELLASWAG_ENV,
