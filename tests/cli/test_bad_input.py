@@ -373,8 +373,8 @@ def test_messages_name_the_problem(ws, capsys, monkeypatch):
     assert "config.json" in err_of(_eval(ckpts="ckpt-badcfg"))
     assert "model.safetensors" in err_of(_eval(ckpts="ckpt-noise"))
     assert "--max-model-len 0" in err_of(_eval("--max-model-len", "0"))
-    assert "suite 'ruler' is not an object" in err_of(["report", "results/suite-is-string.json"])
+    assert '"suites.ruler": input should be a valid dictionary' in err_of(["report", "results/suite-is-string.json"])
     # report and leaderboard say the same about the same file (one validator)
     report = err_of(["report", "results/lengths-null.json"])
     board = err_of(["leaderboard", "results/lengths-null.json", "--out", "out-lb"])
-    assert report == board and '"lengths"' in report
+    assert report == board and 'suites.ruler.lengths"' in report
