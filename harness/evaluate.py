@@ -296,8 +296,7 @@ def _plan_samples(
     """Build (or read from the cache) every sample and check that each fits the tightest context."""
     import dataclasses
 
-    from tqdm import tqdm
-
+    from harness.progress import progress_bar
     from harness.reasoning import apply_options
     from harness.runners.common import prompt_ids
     from tasks.generate import generate_samples
@@ -310,7 +309,7 @@ def _plan_samples(
     cache: Path | Literal[False] | None = (
         False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
     )
-    bar = tqdm(total=len(tasks) * len(lengths), desc="samples", unit="set", disable=not cfg.progress, file=sys.stderr)
+    bar = progress_bar(total=len(tasks) * len(lengths), desc="samples", unit="set", enabled=cfg.progress)
     for task in tasks:
         plan.dataset_hashes[task.name] = task.dataset_hash()
         for L in _task_lengths(task, lengths, truncation_budget):
@@ -392,6 +391,7 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     import dataclasses
 
     from harness.checkpoints import check_same_tokenizer, run_name_default, select_checkpoints
+    from harness.paths import check_out, check_output_file, check_run_name, results_dir
     from harness.reasoning import chat_template_hash, options_tag
     from harness.runners.common import check_tokenizer_present, check_weights, context_length, read_config
     from harness.store import ResultStore
@@ -427,8 +427,11 @@ def plan_eval(cfg: EvalConfig) -> Plan:
                 f"--max-new-tokens names {t!r}, which is not a generation task of this run: "
                 f"choose from {', '.join(generated) or 'none'}"
             )
-    name = cfg.name or run_name_default(ckpts)
-    out = Path(cfg.out) if cfg.out else Path("results") / name
+    # Outputs stay where the user put them (harness.paths): a plain run name, results/<name> by
+    # default, and results.json a file we may replace, checked before anything is computed.
+    name = check_run_name(cfg.name) if cfg.name is not None else run_name_default(ckpts)
+    out = check_out(cfg.out) if cfg.out is not None else results_dir(name)
+    check_output_file(out / "results.json")
 
     if served:
         contexts = {ckpts[0].fingerprint: served_ctx}

@@ -37,25 +37,37 @@ _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(nan|inf|infinity)", re.IGNORECASE)
 
 
+def ascii_int(text: str) -> int:
+    """int(text) for ASCII digits only (int() also reads '４２' as 42); ValueError otherwise."""
+    s = text.strip()
+    if not _INT.fullmatch(s):
+        raise ValueError(f"invalid integer {text!r}")
+    return int(s)
+
+
+def ascii_float(text: str) -> float:
+    """float(text) for an ASCII decimal number, nan and inf included; ValueError otherwise."""
+    s = text.strip()
+    if not _FLOAT.fullmatch(s):
+        raise ValueError(f"invalid number {text!r}")
+    return float(s)
+
+
 def integer(text: str) -> int:
     """argparse type for every int flag: ASCII digits only, within +-INT_LIMIT."""
-    s = text.strip()
-    if not _INT.fullmatch(s):  # ValueError: argparse says "invalid int value: 'x'"
-        raise ValueError(text)
-    value = int(s)
+    value = ascii_int(text)  # ValueError: argparse says "invalid int value: 'x'"
     if abs(value) > INT_LIMIT:
-        raise argparse.ArgumentTypeError(f"{s} is out of range: pass a value between {-INT_LIMIT} and {INT_LIMIT}")
+        raise argparse.ArgumentTypeError(
+            f"{text.strip()} is out of range: pass a value between {-INT_LIMIT} and {INT_LIMIT}"
+        )
     return value
 
 
 def number(text: str) -> float:
     """argparse type for every float flag: an ASCII decimal number, finite."""
-    s = text.strip()
-    if not _FLOAT.fullmatch(s):
-        raise ValueError(text)
-    value = float(s)
+    value = ascii_float(text)
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{s} is not a finite number: pass a finite value")
+        raise argparse.ArgumentTypeError(f"{text.strip()} is not a finite number: pass a finite value")
     return value
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.errors import UserError
 from tasks.data import essays as essays_mod
 from tasks.data.words import adjectives, nouns, random_pair, words_hash
 from tasks.ruler import templates as T
@@ -130,14 +131,17 @@ class EssayCosts:
             self._save()
 
     def _save(self) -> None:
+        import io
+
+        from harness.atomic import atomic_write
+
         assert self.path is not None
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.stem}.{os.getpid()}.tmp.npy")
-            np.save(tmp, self.cum)
-            os.replace(tmp, self.path)  # atomic: concurrent processes never read a torn file
-        except OSError:
-            pass  # a read-only cache only costs speed
+        buf = io.BytesIO()
+        np.save(buf, self.cum)
+        try:  # atomic: concurrent processes never read a torn file; a killed one's temp is cleaned later
+            atomic_write(self.path, buf.getvalue())
+        except UserError:
+            pass  # a read-only or full cache only costs speed
 
     def __call__(self, n: np.ndarray) -> np.ndarray:
         """tokens(first n words of the repeated corpus), up to the junctions between copies."""
