@@ -393,12 +393,19 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     from harness.checkpoints import check_same_tokenizer, run_name_default, select_checkpoints
     from harness.paths import check_out, check_output_file, check_run_name, results_dir
     from harness.reasoning import chat_template_hash, options_tag
-    from harness.runners.common import check_tokenizer_present, check_weights, context_length, read_config
+    from harness.runners.common import (
+        check_tokenizer_present,
+        check_weights,
+        context_length,
+        read_config,
+        threads_from_env,
+    )
     from harness.store import ResultStore
     from tasks.lengths import parse_lengths
     from tasks.tokenization import load_tokenizer, tokenizer_fingerprint
 
     _check_numbers(cfg)
+    threads_from_env()  # a HARNESS_THREADS the workers could not use: an error now, before any work
     lengths = parse_lengths(cfg.lengths)
     options, served = _check_options(cfg)
     if served:

@@ -15,6 +15,7 @@ cell into a live formula and breaks the Markdown table) are refused in names and
 from __future__ import annotations
 
 import os
+import stat
 import unicodedata
 from pathlib import Path
 
@@ -100,8 +101,6 @@ def check_output_file(path: str | os.PathLike) -> Path:
         return p
     except OSError as exc:
         raise UserError(f"cannot check {p} ({exc.strerror}): check that directory's permissions") from None
-    import stat
-
     if stat.S_ISDIR(st.st_mode):
         kind = "a directory"
     elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
@@ -109,3 +108,60 @@ def check_output_file(path: str | os.PathLike) -> Path:
     else:
         kind = "not a regular file"
     raise UserError(f"{p} is {kind}, where this command writes a file: move it away or pass another --out")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading: only regular files (a FIFO blocks a read forever, /dev/zero never ends)
+
+_KINDS = [
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+]
+
+
+class NotARegularFile(OSError):
+    """Raised by open_regular; `kind` says what the path is instead ("a FIFO (named pipe)")."""
+
+    def __init__(self, path: str | os.PathLike, kind: str):
+        super().__init__(f"{os.fspath(path)} is {kind}, not a regular file")
+        self.kind = kind
+
+
+def file_kind(mode: int) -> str | None:
+    """None for a regular file's st_mode, else what it is."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def open_regular(path: str | os.PathLike, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
+    """A descriptor of path, which must be a regular file (or absent, when flags create it): checked
+    with stat before opening, opened non-blocking (opening a FIFO for reading would wait for a
+    writer), and checked again on the descriptor. NotARegularFile or OSError otherwise."""
+    try:
+        kind = file_kind(os.stat(path).st_mode)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+        kind = None
+    if kind:
+        raise NotARegularFile(path, kind)
+    fd = os.open(path, flags | os.O_NONBLOCK, mode)
+    try:
+        kind = file_kind(os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    if kind:
+        os.close(fd)
+        raise NotARegularFile(path, kind)
+    return fd
+
+
+def read_regular(path: str | os.PathLike) -> bytes:
+    """The bytes of a regular file (open_regular's checks); NotARegularFile or OSError otherwise."""
+    with os.fdopen(open_regular(path), "rb") as f:
+        return f.read()

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.paths import NotARegularFile, open_regular
 
 SCHEMA_VERSION = 1
 _HEADER_PREFIX = b'{"type": "header"'
@@ -114,12 +115,16 @@ def read_store(path: str | Path) -> tuple[dict, list[dict]]:
     """(header, records) of an existing store, read-only (for reports). A torn last line is ignored."""
     path = Path(path)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_regular(path)  # a FIFO or device named as a store: an error, never a hang
         try:
             fcntl.flock(fd, fcntl.LOCK_SH)
             complete, tail = _split_complete(_read_from(fd, 0))
         finally:
             os.close(fd)
+    except NotARegularFile as exc:
+        raise StoreError(
+            f"{path} is {exc.kind}, not a results store: pass a samples.jsonl written by harness eval"
+        ) from None
     except OSError as exc:
         raise StoreError(f"cannot read results store {path}: {exc.strerror}") from None
     if not complete:
@@ -174,7 +179,9 @@ class ResultStore:
     @contextmanager
     def _locked(self, op: int):
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = open_regular(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        except NotARegularFile as exc:
+            raise StoreError(f"{self.path} is {exc.kind}, not a results store: pass another --out") from None
         except OSError as exc:
             raise StoreError(f"cannot open results store {self.path}: {exc.strerror}; pass another --out") from None
         try:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -31,6 +30,7 @@ from typing import Any, BinaryIO
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from harness.errors import TaskUnavailable
+from harness.paths import NotARegularFile, file_kind, open_regular
 
 
 class DataFileError(TaskUnavailable):
@@ -43,22 +43,6 @@ class Row(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow", allow_inf_nan=False)
 
 
-_KINDS = [
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-]
-
-
-def _kind(mode: int) -> str | None:
-    """None for a regular file, else what it is."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
-
-
 def check_regular(path: str | os.PathLike, fix: str) -> Path:
     """path, if it names a regular file (symlinks followed); else a DataFileError."""
     p = Path(path)
@@ -68,29 +52,22 @@ def check_regular(path: str | os.PathLike, fix: str) -> Path:
         raise DataFileError(f"{p} not found: {fix}") from None
     except OSError as exc:
         raise DataFileError(f"cannot read {p} ({exc.strerror}): {fix}") from None
-    kind = _kind(st.st_mode)
+    kind = file_kind(st.st_mode)
     if kind:
         raise DataFileError(f"{p} is {kind}, not a data file: {fix}")
     return p
 
 
 def open_binary(path: str | os.PathLike, fix: str) -> BinaryIO:
-    """A regular file opened for reading in binary (checked before opening, and on the descriptor
-    after: opened non-blocking, a FIFO swapped in between cannot hang the open)."""
+    """A regular file opened for reading in binary (harness.paths.open_regular: checked before
+    opening and on the descriptor after; a FIFO swapped in between cannot hang the open)."""
     p = check_regular(path, fix)
     try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+        return os.fdopen(open_regular(p), "rb")
+    except NotARegularFile as exc:
+        raise DataFileError(f"{p} is {exc.kind}, not a data file: {fix}") from None
     except OSError as exc:
         raise DataFileError(f"cannot read {p} ({exc.strerror}): {fix}") from None
-    try:
-        kind = _kind(os.fstat(fd).st_mode)
-    except OSError as exc:
-        os.close(fd)
-        raise DataFileError(f"cannot read {p} ({exc.strerror}): {fix}") from None
-    if kind:
-        os.close(fd)
-        raise DataFileError(f"{p} is {kind}, not a data file: {fix}")
-    return os.fdopen(fd, "rb")
 
 
 def read_bytes(path: str | os.PathLike, fix: str) -> bytes:

@@ -13,6 +13,7 @@ one noise line, one essay word, one distractor needle.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import uuid
 from dataclasses import dataclass
@@ -106,7 +107,9 @@ class EssayCosts:
             tok = hashlib.sha256(counter.backend.to_str().encode()).hexdigest()[:16]
             self.path = Path(cache) / "essay_costs" / f"{tok}-{corpus_hash}.npy"
             try:
-                loaded = np.load(self.path)
+                from harness.paths import read_regular
+
+                loaded = np.load(io.BytesIO(read_regular(self.path)))  # not a regular file: ignored
                 if loaded.ndim == 1 and loaded[0] == 0 and len(loaded) <= self.W + 1:
                     self.cum = loaded.astype(np.int64)
             except (OSError, ValueError):
@@ -131,8 +134,6 @@ class EssayCosts:
             self._save()
 
     def _save(self) -> None:
-        import io
-
         from harness.atomic import atomic_write
 
         assert self.path is not None
