@@ -49,6 +49,9 @@ Percent = Annotated[float, Field(ge=0, le=100)]
 LengthKey = Annotated[str, Field(pattern=r"^[0-9]+$")]
 
 _SLACK = 1e-9  # float rounding of a mean of equal values
+# Mean negative log-likelihood per token beyond which exp() (the perplexity) overflows a float:
+# no model's windows come near it (a uniform guess over 1M tokens costs 14 nats).
+MAX_NLL_PER_TOKEN = 700.0
 
 
 def _within(low: float, value: float, high: float) -> bool:
@@ -60,12 +63,12 @@ class Stats(Strict):
     """A statistic over checkpoints: mean, spread, its 95% interval, what it covers."""
 
     mean: float
-    std: NonNegative | None = None
+    std: NonNegative = 0.0
     min: float | None = None
     max: float | None = None
     n: Positive = 1
     steps: list[StrictInt | None] | None = None
-    per_step: dict[str, float | None] | None = None
+    per_step: dict[str, float] | None = None
     num_samples: Count | None = None
     num_samples_range: list[Count] | None = None
     ci_low: float | None = None
@@ -92,9 +95,10 @@ class SamplesBlock(Strict):
     dataset_hash: str | None = None
     seed: StrictInt | StrictStr | None = None  # "mixed: ..." when records disagree
     index: list[Count]
-    scores: dict[str, list[Score | None]] | None = None
-    nll: dict[str, list[NonNegative | None]] | None = None
-    tokens: dict[str, list[Positive | None]] | None = None
+    # one list per checkpoint label; a block exists because some checkpoint scored it
+    scores: Annotated[dict[str, list[Score | None]], Field(min_length=1)] | None = None
+    nll: Annotated[dict[str, list[NonNegative | None]], Field(min_length=1)] | None = None
+    tokens: Annotated[dict[str, list[Positive | None]], Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
     def _aligned(self) -> SamplesBlock:
@@ -109,6 +113,13 @@ class SamplesBlock(Strict):
                     raise ValueError(
                         f'"{field}" of {label!r} has {len(values)} values for {len(self.index)} samples in "index"'
                     )
+        for label, nll in (self.nll or {}).items():
+            tokens = (self.tokens or {}).get(label)
+            if tokens is None:
+                raise ValueError(f'"nll" of {label!r} has no "tokens" beside it')
+            for a, b in zip(nll, tokens):
+                if (a is None) != (b is None) or (a is not None and b is not None and a > MAX_NLL_PER_TOKEN * b):
+                    raise ValueError(f'"nll" {a} over {b} tokens of {label!r} is no log-likelihood')
         return self
 
     @property
@@ -141,9 +152,31 @@ class HeatCell(Strict):
 
 class DepthHeatmap(Strict):
     tasks: list[str]
-    bins: list[list[float]]
+    bins: list[Annotated[list[Percent], Field(min_length=2, max_length=2)]]
     lengths: list[Count]
     cells: dict[LengthKey, list[HeatCell | None]]
+
+    @model_validator(mode="after")
+    def _grid(self) -> DepthHeatmap:
+        for lo, hi in self.bins:
+            if not lo < hi:
+                raise ValueError(f"depth bin [{lo}, {hi}] is empty")
+        for L in self.lengths:
+            row = self.cells.get(str(L))
+            if row is None:
+                raise ValueError(f"length {L} has no row in cells")
+            if len(row) != len(self.bins):
+                raise ValueError(f"cells of length {L} hold {len(row)} values for {len(self.bins)} bins")
+        return self
+
+
+class Intervals(Strict):
+    """How the ci_low/ci_high were made (harness/stats.py METHOD)."""
+
+    method: str | None = None
+    level: Annotated[float, Field(gt=0, lt=1)] = 0.95
+    resamples: Positive | None = None
+    design: str | None = None
 
 
 class Suite(Strict):
@@ -174,6 +207,14 @@ class Suite(Strict):
             stats = getattr(self.summary, key)
             if stats is not None:
                 yield f"summary.{key}", stats
+
+    @model_validator(mode="after")
+    def _evaluated_have_scores(self) -> Suite:
+        """A task is "evaluated" when it has a score (docs/contracts.md): its per_task entry exists."""
+        missing = next((t for t in self.evaluated if not self.per_task.get(t)), None)
+        if missing is not None:
+            raise ValueError(f"evaluated task {missing!r} has no per_task scores")
+        return self
 
     @model_validator(mode="after")
     def _scores_are_percentages(self) -> Suite:
@@ -225,14 +266,21 @@ class Results(Strict):
     schema_version: Annotated[int, Field(ge=1, le=SCHEMA_VERSION)]
     run: Run
     provenance: Provenance = Field(default_factory=Provenance)
-    intervals: dict[str, Any] | None = None
+    intervals: Intervals | None = None
     suites: Annotated[dict[str, Suite], Field(min_length=1)]
+
+
+def _part(p: Any) -> Any:
+    return str(p) if isinstance(p, int) else p
 
 
 def describe(exc: ValidationError) -> str:
     """The first problem of a ValidationError as one phrase: where, what, the value found."""
     err = exc.errors(include_url=False)[0]
-    where = ".".join(str(p) for p in err["loc"])
+    # a key from the file may hold anything (a line break, a dot): shown as JSON then
+    where = ".".join(
+        p if isinstance(p, str) and p.isprintable() and p else json.dumps(p) for p in map(_part, err["loc"])
+    )
     if err["type"] == "missing":
         return f'"{where}" is missing'
     msg = re.sub(r" or instance of \w+", "", err["msg"].removeprefix("Value error, "))

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictInt, StrictStr, ValidationError
+from pydantic import Field, StrictInt, StrictStr, ValidationError, model_validator
 
-from harness.results_schema import Count, NonNegative, Positive, Score, Strict, describe
+from harness.results_schema import MAX_NLL_PER_TOKEN, Count, NonNegative, Positive, Score, Strict, describe
 
 
 class StoreHeader(Strict):
@@ -45,6 +45,14 @@ class RecordMetadata(Strict):
     answer_depths: list[Annotated[float, Field(ge=0, le=100)]] | None = None
     needle_depths: list[Annotated[float, Field(ge=0, le=100)]] | None = None
     references: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _perplexity(self) -> RecordMetadata:
+        if (self.nll is None) != (self.tokens is None):
+            raise ValueError('"nll" and "tokens" come together')
+        if self.nll is not None and self.tokens is not None and self.nll > MAX_NLL_PER_TOKEN * self.tokens:
+            raise ValueError(f"nll {self.nll} over {self.tokens} tokens is no log-likelihood")
+        return self
 
 
 class SampleRecord(Strict):
