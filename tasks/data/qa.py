@@ -79,7 +79,7 @@ class HotpotQuestion(Row):
     context: list[tuple[StrictStr, list[StrictStr]]]
 
 
-SHAPES = {"squad": TypeAdapter(SquadFile), "hotpotqa": TypeAdapter(list[HotpotQuestion])}
+SHAPES: dict[str, TypeAdapter[Any]] = {"squad": TypeAdapter(SquadFile), "hotpotqa": TypeAdapter(list[HotpotQuestion])}
 _HOTPOT_ITEM = TypeAdapter(HotpotQuestion)
 
 
