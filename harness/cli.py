@@ -74,6 +74,11 @@ def _end_progress_line() -> None:
         pass
 
 
+def _out_of_memory(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, MemoryError) or "can't allocate memory" in text or "out of memory" in text
+
+
 def _stdout_closed() -> int:
     """`harness report ... | head`: the reader went away. Nothing more can be shown; end quietly
     (no BrokenPipeError traceback now or when Python flushes stdout at exit), as `SIGPIPE` would."""
@@ -103,6 +108,20 @@ def _main(argv: list[str] | None) -> int:
     except UserError as exc:
         _end_progress_line()
         print(f"error: {' '.join(str(exc).splitlines()) or type(exc).__name__}", file=sys.stderr)
+        return 2
+    except (MemoryError, RuntimeError) as exc:
+        # Sizes are bounded per flag (harness.validate), but a large-and-valid one can still not fit
+        # this machine (Python's MemoryError, torch's "can't allocate memory" / "out of memory"):
+        # one line, like any other input problem (finished records stay stored). Other
+        # RuntimeErrors are bugs: their traceback is kept.
+        if not _out_of_memory(exc):
+            raise
+        _end_progress_line()
+        print(
+            f"error: {args.command} ran out of memory: lower the sizes (--window, --seq-len, --batch-size, "
+            "--samples, lengths) or use a machine with more memory; finished results are kept",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         _end_progress_line()

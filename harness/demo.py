@@ -148,6 +148,12 @@ def validate(cfg: DemoConfig) -> tuple[list[int], list[str]]:
             raise UserError(
                 f"--data {missing[0]} does not exist: pass jsonl/parquet files, or leave --data out to generate the demo corpus"
             )
+        from harness.paths import file_kind
+
+        for p in (Path(p.strip()) for p in cfg.data.split(",") if p.strip()):
+            kind = file_kind(p.stat().st_mode) if p.exists() else None
+            if kind and kind != "a directory":  # a FIFO would hang the training run half way
+                raise UserError(f"--data {p} is {kind}: pass jsonl/parquet files or a folder of them")
     from harness.paths import check_out
 
     out = check_out(cfg.out)

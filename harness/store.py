@@ -79,6 +79,11 @@ def _parse_record(path: Path, line_no: int, line: bytes) -> dict | None:
             problem = 'not an object with a "type"'
         elif rec["type"] == "sample":
             problem = check_record(rec)
+            if problem is None:
+                try:
+                    record_key(rec)  # whatever the key holds, its fields are there
+                except (KeyError, TypeError) as exc:
+                    problem = f"no key field {exc}"
         else:
             return None  # a line of another type: for other readers
     if problem is not None:

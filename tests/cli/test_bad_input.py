@@ -776,8 +776,9 @@ def test_every_expectation_names_a_case():
 @pytest.mark.parametrize("case_id,argv,env", ALL_CASES, ids=[c[0] for c in ALL_CASES])
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(ws, case_id, argv, env, capsys, monkeypatch):
     monkeypatch.chdir(ws)
-    for key in DATA_VARS:  # restored afterwards, whatever the command set
-        monkeypatch.delenv(key, raising=False)
+    for key in DATA_VARS:  # restored afterwards, whatever the command set (eval's --essays sets HARNESS_ESSAYS)
+        monkeypatch.setenv(key, "")  # recorded, so the undo removes what the case leaves
+        monkeypatch.delenv(key)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     outside = sorted(os.listdir(ws.parent))  # `--name ../../x` must not write beside the workspace

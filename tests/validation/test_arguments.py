@@ -174,3 +174,29 @@ def test_progress_bars_stay_off_a_pipe():
     bar = progress_bar(total=3, desc="x", unit="u")  # pytest's captured stderr is no terminal
     assert bar.disable
     bar.close()
+
+
+@pytest.mark.parametrize(
+    "exc", [MemoryError(), RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 9e12 bytes")]
+)
+def test_running_out_of_memory_is_one_line(monkeypatch, capsys, exc):
+    from harness.commands import report
+
+    def big(args):
+        raise exc
+
+    monkeypatch.setattr(report, "run", big)
+    assert main(["report", "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: report ran out of memory")
+
+
+def test_other_runtime_errors_keep_their_traceback(monkeypatch):
+    from harness.commands import report
+
+    def bug(args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(report, "run", bug)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["report", "x"])
