@@ -396,7 +396,6 @@ def _in_words(name: str, baseline: str, labels: list[str], cells: list) -> str:
 
 def run_demo(cfg: DemoConfig) -> dict:
     """Train, evaluate and render; returns {"runs": {mode: run_dir}, "results": {name: dir}, "leaderboard": path}."""
-    import json
 
     t0 = time.monotonic()
     lengths, tasks = validate(cfg)
@@ -471,7 +470,9 @@ def run_demo(cfg: DemoConfig) -> dict:
         argv += ["--baseline", baseline]
     _cli(argv)
 
-    loaded = {name: json.loads((p / "results.json").read_text(encoding="utf-8")) for name, p in results.items()}
+    from harness.aggregate import load_results  # the one schema, as every results.json reader
+
+    loaded = {name: load_results(p / "results.json") for name, p in results.items()}
     print()
     print(
         f"suite average over {len(tasks)} tasks ({', '.join(tasks)}), x100, mean over checkpoints, "

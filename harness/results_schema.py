@@ -238,8 +238,14 @@ class Checkpoint(Strict):
     training: dict[str, Any] | None = None
 
 
+# A run name as `harness eval --name` allows it (harness.paths): printable, so a table, a CSV cell
+# or a terminal never receives a control character (a CR starting a spreadsheet row, an escape
+# sequence) from a file.
+RunName = Annotated[str, Field(min_length=1, pattern=r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]+$")]
+
+
 class Run(Strict):
-    name: Annotated[str, Field(min_length=1)]
+    name: RunName
     model: str | list[str] | None = None
     mode: str | list[str] | None = None
     checkpoints: list[Checkpoint] = []

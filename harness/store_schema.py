@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictInt, StrictStr, ValidationError, model_validator
 
-from harness.results_schema import MAX_NLL_PER_TOKEN, Count, NonNegative, Positive, Score, Strict, describe
+from harness.results_schema import MAX_NLL_PER_TOKEN, Count, NonNegative, Positive, RunName, Score, Strict, describe
 
 
 class StoreHeader(Strict):
@@ -59,7 +59,7 @@ class SampleRecord(Strict):
     """One evaluated sample (a line with "type": "sample")."""
 
     type: Literal["sample"]
-    run: str | None = None
+    run: RunName | None = None
     checkpoint: RecordCheckpoint
     suite: str | None = None
     task: str

@@ -174,6 +174,8 @@ BAD_RESULTS_2 = {
         )
     ),
     "bool-as-count": _variant2(lambda d: _suite(d)["per_length"]["4096"].update(tasks_covered=True)),
+    "run-name-carriage-return": _variant2(lambda d: d["run"].update(name="run\r=HYPERLINK(1)")),
+    "run-name-escape-sequence": _variant2(lambda d: d["run"].update(name="\x1b[2Jrun")),
 }
 BAD_RESULTS.update(BAD_RESULTS_2)
 LEADERBOARD_BAD = [
@@ -253,6 +255,7 @@ RECORD = {
 }
 # name -> the record's edit (a samples.jsonl of a header and that one line)
 BAD_RECORDS = {
+    "run-carriage-return": {"run": "a\rb"},
     "score-above-1": {"score": 1.5},
     "score-negative": {"score": -3},
     "score-string": {"score": "1"},
