@@ -562,9 +562,15 @@ def write_results(path: str | Path, results: dict) -> None:
 
 def load_results(path: str | Path) -> dict:
     """Read results.json; UserError when missing, corrupt, foreign or from a newer harness."""
+    from harness.paths import NotARegularFile, read_regular
+
     path = Path(path)
     try:
-        text = path.read_text()
+        text = read_regular(path).decode("utf-8")  # a FIFO or device: an error, never a hang
+    except NotARegularFile as exc:
+        raise UserError(
+            f"results file {path} is {exc.kind}: pass a results.json written by harness eval, or its run directory"
+        ) from None
     except FileNotFoundError:
         raise UserError(
             f"results file {path} not found: pass a results.json written by harness eval, or its run directory"

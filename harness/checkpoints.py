@@ -40,10 +40,10 @@ from pathlib import Path
 
 from harness.errors import UserError
 
-_RANGE = re.compile(r"<\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*>")
+_RANGE = re.compile(r"<\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*>", re.ASCII)
 # The step is a trailing integer after a separator or a checkpoint word: ckpt-2000, checkpoint_500,
 # global_step2000; not the digits of a model name such as gpt2 or Llama-2-7b.
-_TRAILING_INT = re.compile(r"(?:^|[-_.]|step|ckpt|checkpoint)(\d+)$", re.IGNORECASE)
+_TRAILING_INT = re.compile(r"(?:^|[-_.]|step|ckpt|checkpoint)(\d+)$", re.IGNORECASE | re.ASCII)
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*(@[\w./-]+)?$")
 _GLOB_CHARS = set("*?[")
 _CHUNK = 1 << 20
@@ -141,7 +141,7 @@ def _glob_to_regex(pattern: str) -> str:
                 out.append("[" + body + "]")
                 i = j
         elif ch == "\0":  # placeholder for the <A..B> range
-            out.append(r"(\d+)")
+            out.append(r"([0-9]+)")
         else:
             out.append(re.escape(ch))
         i += 1

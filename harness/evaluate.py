@@ -233,8 +233,7 @@ def _plan_samples(
     """Build (or read from the cache) every sample and check that each fits the tightest context."""
     import dataclasses
 
-    from tqdm import tqdm
-
+    from harness.progress import progress_bar
     from harness.reasoning import apply_options
     from harness.runners.common import prompt_ids
     from tasks.generate import generate_samples
@@ -247,7 +246,7 @@ def _plan_samples(
     cache: Path | Literal[False] | None = (
         False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
     )
-    bar = tqdm(total=len(tasks) * len(lengths), desc="samples", unit="set", disable=not cfg.progress, file=sys.stderr)
+    bar = progress_bar(total=len(tasks) * len(lengths), desc="samples", unit="set", enabled=cfg.progress)
     for task in tasks:
         plan.dataset_hashes[task.name] = task.dataset_hash()
         for L in _task_lengths(task, lengths, truncation_budget):
@@ -331,13 +330,16 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     (harness/sources/: folders, GGUF files, served endpoints) answer everything that depends on the
     kind of model, so planning is the same for every kind."""
     from harness.checkpoints import run_name_default
+    from harness.paths import check_out, check_output_file, check_run_name, results_dir
     from harness.reasoning import chat_template_hash
+    from harness.runners.common import threads_from_env
     from harness.sources import check_same_tokenizer, resolve_sources
     from harness.store import ResultStore
     from tasks.lengths import parse_lengths
     from tasks.tokenization import tokenizer_fingerprint
 
     _check_numbers(cfg)
+    threads_from_env()  # a HARNESS_THREADS the workers could not use: an error now, before any work
     lengths = parse_lengths(cfg.lengths)
     options = _check_options(cfg)
     sources = resolve_sources(cfg)  # each kind checks its own flags; a served model is asked for here
@@ -362,8 +364,11 @@ def plan_eval(cfg: EvalConfig) -> Plan:
                 f"--max-new-tokens names {t!r}, which is not a generation task of this run: "
                 f"choose from {', '.join(generated) or 'none'}"
             )
-    name = cfg.name or run_name_default(ckpts)
-    out = Path(cfg.out) if cfg.out else Path("results") / name
+    # Outputs stay where the user put them (harness.paths): a plain run name, results/<name> by
+    # default, and results.json a file we may replace, checked before anything is computed.
+    name = check_run_name(cfg.name) if cfg.name is not None else run_name_default(ckpts)
+    out = check_out(cfg.out) if cfg.out is not None else results_dir(name)
+    check_output_file(out / "results.json")
 
     contexts = {src.checkpoint.fingerprint: src.context_length(cfg.max_model_len) for src in sources}
     min_ctx = min(contexts.values())

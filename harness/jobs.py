@@ -270,7 +270,7 @@ def _evaluate(
         unit="sample",
         position=position,
         leave=True,
-        disable=not job.progress,
+        disable=None if job.progress else True,  # on a terminal only (harness/progress.py says why)
         file=sys.stderr,
     )
     # Longest prompts first within each max_new_tokens group: an out-of-memory shows at once,

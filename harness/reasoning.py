@@ -63,6 +63,8 @@ class Options:
 
 def parse_max_new_tokens(spec: str | None) -> dict[str, int]:
     """ "256" -> {"*": 256}; "qa_1=512,vt=64" -> per task; "512,qa_1=1024" -> both."""
+    from harness.validate import ascii_int
+
     if spec is None:
         return {}
     out: dict[str, int] = {}
@@ -72,7 +74,7 @@ def parse_max_new_tokens(spec: str | None) -> dict[str, int]:
         task, _, value = part.rpartition("=")
         task = task.strip() or "*"
         try:
-            n = int(value)
+            n = ascii_int(value)  # not '５１２'
         except ValueError:
             raise UserError(f"--max-new-tokens {spec!r}: {value!r} is not a whole number (write N or TASK=N)") from None
         if n < 1:

@@ -140,7 +140,8 @@ def _suite_block(name: str, suite: dict, num_ckpts: int) -> list[str]:
         for L, reason in sorted(by_len.items(), key=lambda kv: int(kv[0])):
             out.append(f"unavailable: {task} at {format_length(int(L))} ({reason})")
     if summary.get("lengths_covered") is not None and summary.get("lengths_covered") != summary.get("lengths_total"):
-        out.append(f"lengths evaluated: {summary['lengths_covered']}/{summary['lengths_total']} (no Avg until all are)")
+        total_lengths = summary.get("lengths_total", MISSING)  # either may be absent from a hand-edited file
+        out.append(f"lengths evaluated: {summary['lengths_covered']}/{total_lengths} (no Avg until all are)")
 
     header = ["Task"] + [format_length(L) for L in lengths] + [label for _, label in _SUMMARY_COLUMNS]
     grid = out + _grid(header, _rows(suite, num_ckpts, format_cell, covered, coverage=True))

@@ -16,15 +16,19 @@ import argparse
 import pickle
 import re
 
-from harness.errors import UserError
+from harness.errors import UserError, require_at_most
 from harness.pickled import refused_load
+from harness.validate import MAX_COUNT
+
+# Largest position (shift, delta2, sequence length) the diagnostic takes: 1M, the longest RULER length.
+MAX_POSITION = 1024 * 1024
 
 HELP = "numerical diagnostics of a checkpoint (rope: does a position shift change attention, and why)"
 
 
 def _one_int(item: str, flag: str, minimum: int) -> int:
     """'4096' or '4k' -> 4096."""
-    m = re.fullmatch(r"\s*(\d+)\s*([kK]?)\s*", item)
+    m = re.fullmatch(r"\s*(\d+)\s*([kK]?)\s*", item, re.ASCII)
     if not m:
         raise UserError(f"bad {flag} value {item!r}: write integers like 0,2,100 (k = 1024) or a range like 64-8192")
     value = int(m.group(1)) * (1024 if m.group(2) else 1)
@@ -59,6 +63,8 @@ def _int_list(text: str, flag: str, minimum: int) -> tuple[int, ...]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from harness.validate import unique_list
+
     sub = p.add_subparsers(dest="diagnostic", metavar="DIAGNOSTIC", required=True, parser_class=type(p))
     r = sub.add_parser(
         "rope",
@@ -73,7 +79,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="save_pretrained directories, .gguf files or packaged model names (one or more)",
     )
     r.add_argument(
-        "--dtypes", default="bf16,fp32", help="model dtypes to run, from bf16,fp16,fp32,fp64 (default bf16,fp32)"
+        "--dtypes",
+        type=unique_list("--dtypes"),
+        default="bf16,fp32",
+        help="model dtypes to run, from bf16,fp16,fp32,fp64 (default bf16,fp32)",
     )
     r.add_argument(
         "--shifts",
@@ -133,6 +142,16 @@ def _settings(args):
         raise UserError(f"--delta2 must be >= 0, got {args.delta2}")
     if args.num_samples < 1:
         raise UserError(f"--num-samples must be >= 1, got {args.num_samples}")
+    # Positions beyond these are no RoPE question (and overflow or exhaust memory on the way).
+    require_at_most(
+        (
+            ("--delta2", args.delta2, MAX_POSITION),
+            ("--shifts", max(shifts), MAX_POSITION),
+            ("--seq-len", seq_len, MAX_POSITION),
+            ("--logit-lengths", max(logit_lengths, default=None), MAX_POSITION),
+            ("--num-samples", args.num_samples, MAX_COUNT),
+        )
+    )
     return Settings(
         shifts=shifts,
         delta2=args.delta2,
@@ -182,7 +201,9 @@ def _run_rope(args) -> int:
     import os
 
     from harness.diagnose.precision import canonical_dtype
+    from harness.paths import check_out
 
+    check_out(args.out)
     settings = _settings(args)
     try:
         dtypes = list(dict.fromkeys(canonical_dtype(d) for d in args.dtypes.split(",") if d.strip()))

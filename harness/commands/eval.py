@@ -186,7 +186,23 @@ def _rope_scaling(text: str | None) -> dict | None:
 
 
 def check_numbers(args: argparse.Namespace) -> None:
-    """Every numeric flag against its lower bound (NaN/inf rejected), before any work."""
+    """Every numeric flag against its range (NaN/inf rejected), before any work."""
+    from harness.validate import MAX_COUNT, MAX_TOKENS, MAX_WORKERS, require_at_most
+
+    require_at_most(
+        (
+            ("--last", args.last, MAX_COUNT),
+            ("--samples", args.samples, MAX_COUNT),
+            ("--batch-size", args.batch_size, MAX_COUNT),
+            ("--max-model-len", args.max_model_len, MAX_TOKENS),
+            ("--max-length", args.max_length, MAX_TOKENS),
+            ("--tensor-parallel-size", args.tensor_parallel_size, MAX_WORKERS),
+            ("--data-parallel", args.data_parallel, MAX_WORKERS),
+            ("--concurrency", args.concurrency, MAX_WORKERS),
+            ("--retries", args.retries, 100),
+            ("--request-timeout", args.request_timeout, 7 * 24 * 3600.0),  # socket timeouts overflow beyond
+        )
+    )
     require_at_least(
         (
             ("--last", args.last, 1),
@@ -205,12 +221,25 @@ def check_numbers(args: argparse.Namespace) -> None:
         raise UserError(f"--threshold {args.threshold} is above 100: scores are percentages (RULER uses 85.6)")
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """The checks that need no file or model: numbers, --rope-scaling, the run name and --out.
+    (`harness demo` runs them on its eval arguments before it trains anything.)"""
+    from harness.paths import check_out, check_run_name
+
+    check_numbers(args)
+    _rope_scaling(args.rope_scaling)
+    if args.name is not None:
+        check_run_name(args.name)
+    if args.out is not None:
+        check_out(args.out)
+
+
 def config_from_args(args: argparse.Namespace):
     from harness.evaluate import EvalConfig
     from tasks import data_sources
     from tasks.registry import all_suites, split_csv
 
-    check_numbers(args)
+    check_args(args)
     data_sources.apply(args)
     from harness.judge import set_judge
 

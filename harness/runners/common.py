@@ -164,10 +164,26 @@ def encode_pair(tokenizer, eos_id: int | None, context: str, continuation: str) 
     return ctx, whole[len(ctx) :]
 
 
+def threads_from_env() -> int | None:
+    """HARNESS_THREADS (set by harness.parallel, or by the user), checked: None when unset."""
+    from harness.validate import MAX_WORKERS, ascii_int
+
+    n = os.environ.get("HARNESS_THREADS")
+    if not n:
+        return None
+    try:
+        threads = ascii_int(n)
+    except ValueError:
+        threads = 0
+    if not 1 <= threads <= MAX_WORKERS:
+        raise UserError(f"HARNESS_THREADS={n!r} is not a thread count: unset it or set it to 1..{MAX_WORKERS}")
+    return threads
+
+
 def cpu_threads_hint() -> None:
     """Workers sharing a CPU each get their share of the cores (set by harness.parallel)."""
-    n = os.environ.get("HARNESS_THREADS")
-    if n:
+    threads = threads_from_env()
+    if threads:
         import torch
 
-        torch.set_num_threads(max(1, int(n)))
+        torch.set_num_threads(threads)

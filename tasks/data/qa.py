@@ -25,7 +25,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any
 
+from pydantic import ConfigDict, StrictStr, TypeAdapter, ValidationError
+
 from harness.errors import TaskUnavailable
+from harness.results_schema import describe
+from tasks.data.reader import DataFileError, Row, check_regular, decode_json, open_binary, parse_json
 
 
 @dataclass
@@ -41,6 +45,42 @@ FIXES = {
     "hotpotqa": "pass --hotpotqa PATH (hotpot_dev_distractor_v1.json) or set HARNESS_HOTPOTQA",
 }
 ENV = {"squad": "HARNESS_SQUAD", "hotpotqa": "HARNESS_HOTPOTQA"}
+
+
+# The shapes the readers below use (the official files hold more fields; those pass through).
+class SquadAnswer(Row):
+    text: str
+
+
+class SquadQuestion(Row):
+    question: str
+    is_impossible: bool
+    answers: list[SquadAnswer]
+
+
+class SquadParagraph(Row):
+    context: str
+    qas: list[SquadQuestion]
+
+
+class SquadArticle(Row):
+    paragraphs: list[SquadParagraph]
+
+
+class SquadFile(Row):
+    data: list[SquadArticle]
+
+
+class HotpotQuestion(Row):
+    model_config = ConfigDict(strict=False, extra="allow")  # lax only so a JSON [title, sentences] is a tuple
+
+    question: StrictStr
+    answer: StrictStr
+    context: list[tuple[StrictStr, list[StrictStr]]]
+
+
+SHAPES: dict[str, TypeAdapter[Any]] = {"squad": TypeAdapter(SquadFile), "hotpotqa": TypeAdapter(list[HotpotQuestion])}
+_HOTPOT_ITEM = TypeAdapter(HotpotQuestion)
 
 
 def read_squad(data: dict) -> tuple[list[dict], list[str]]:
@@ -68,6 +108,7 @@ def read_hotpotqa(data: Iterable) -> tuple[list[dict], list[str]]:
     # question dicts are not kept, so `data` can be a stream (_array_elements)
     per_question, heads = [], []
     for d in data:
+        _HOTPOT_ITEM.validate_python(d)  # a streamed element is checked as it arrives
         per_question.append([f"{t}\n{''.join(p)}" for t, p in d["context"]])
         heads.append((d["question"], d["answer"]))
     docs = sorted({c for texts in per_question for c in texts})
@@ -164,9 +205,9 @@ def _hotpotqa_streamed(path: Path) -> tuple[list[dict], list[str], str] | None:
     for the same result or error as always."""
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
+        with open_binary(path, FIXES["hotpotqa"]) as f:
             qas, docs = read_hotpotqa(_array_elements(f, digest))
-    except (_NotStreamable, ValueError, KeyError, TypeError):
+    except (_NotStreamable, ValueError, KeyError, TypeError, RecursionError):  # ValidationError is a ValueError
         return None
     return qas, docs, digest.hexdigest()[:16]
 
@@ -208,16 +249,16 @@ def _from_hub(name: str):
 def _load(name: str, path: str | None) -> QaData:
     if path:
         p = Path(path).expanduser()
-        if not p.is_file():
+        if not p.exists():
             raise TaskUnavailable(f"{name} data not found at {p}: {FIXES[name]}")
+        check_regular(p, FIXES[name])  # a FIFO or device: refused before it is opened
         streamed = _hotpotqa_streamed(p) if name == "hotpotqa" else None
         if streamed and streamed[0]:
             return QaData(qas=streamed[0], docs=streamed[1], hash=streamed[2], source=str(p))
-        raw_bytes = p.read_bytes()
-        try:
-            raw = json.loads(raw_bytes)
-        except ValueError:
-            raise TaskUnavailable(f"{p} is not JSON: {FIXES[name]}") from None
+        with open_binary(p, FIXES[name]) as f:
+            raw_bytes = f.read()
+        # Read whole: decodable, valid JSON, the official file's shape; one line naming the problem.
+        raw = parse_json(decode_json(raw_bytes, p, FIXES[name]), p, FIXES[name], SHAPES[name])
         source = str(p)
     else:
         raw = _from_hub(name)
@@ -228,9 +269,10 @@ def _load(name: str, path: str | None) -> QaData:
         raw_bytes = json.dumps(raw, sort_keys=True).encode()
         source = "hub"
     try:
-        qas, docs = read_squad(raw) if name == "squad" else read_hotpotqa(raw)
-    except (KeyError, TypeError) as exc:
-        raise TaskUnavailable(f"{source} does not look like {name} (missing field {exc}): {FIXES[name]}") from None
+        SHAPES[name].validate_python(raw)  # files were checked above; a hub copy of another shape here
+    except ValidationError as exc:
+        raise DataFileError(f"{source} does not look like {name} ({describe(exc)}): {FIXES[name]}") from None
+    qas, docs = read_squad(raw) if name == "squad" else read_hotpotqa(raw)
     if not qas:
         raise TaskUnavailable(f"{source} holds no answerable questions: {FIXES[name]}")
     return QaData(qas=qas, docs=docs, hash=hashlib.sha256(raw_bytes).hexdigest()[:16], source=source)

@@ -18,7 +18,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from pydantic import Field
+
 from harness.errors import TaskUnavailable
+from tasks.data.reader import Row, read_json, read_jsonl
 
 ENV_VAR = "HARNESS_ICL_DATA"
 NUM_LABELS = {"trec_coarse": 6, "trec_fine": 50, "banking77": 77, "clinic150": 151, "nlu": 68}
@@ -32,29 +35,28 @@ class ICLData:
     hash: str
 
 
+class IclRow(Row):
+    text: str
+    label: int = Field(ge=0)
+
+
+_ROW_FIX = 'write rows {"text": str, "label": int} (label: the index of its name in labels.json)'
+_LABELS_FIX = 'write labels.json as a list of label names, ["name of 0", "name of 1", ...]'
+
+
 def _read_rows(path: Path) -> tuple[tuple[str, int], ...]:
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                r = json.loads(line)
-                if "text" not in r or "label" not in r:
-                    raise TaskUnavailable(
-                        f'{path} line {n} lacks "text" or "label": write rows {{"text": str, "label": int}}'
-                    )
-                rows.append((r["text"], int(r["label"])))
-    return tuple(rows)
+    return tuple((r["text"], r["label"]) for r in read_jsonl(path, _ROW_FIX, row=IclRow))
 
 
 def _local(folder: Path, name: str):
     d = folder / name
     files = [d / "train.jsonl", d / "test.jsonl", d / "labels.json"]
-    missing = [str(f) for f in files if not f.is_file()]
+    missing = [str(f) for f in files if not f.exists()]  # anything else there: the reader says what
     if missing:
         raise TaskUnavailable(
             f"ICL data file {missing[0]} not found: {ENV_VAR} must hold {name}/train.jsonl, test.jsonl and labels.json"
         )
-    labels = tuple(json.loads(files[2].read_text(encoding="utf-8")))
+    labels = tuple(read_json(files[2], _LABELS_FIX, shape=list[str]))
     return _read_rows(files[0]), _read_rows(files[1]), labels
 
 

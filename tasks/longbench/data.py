@@ -20,7 +20,10 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from pydantic import Field
+
 from harness.errors import TaskUnavailable
+from tasks.data.reader import Row, read_jsonl
 
 ENV_VAR = "HARNESS_LONGBENCH"
 HUB_REPO = "THUDM/LongBench"
@@ -49,28 +52,28 @@ def data_dir() -> Path | None:
 
 def _find_local(folder: Path, name: str) -> Path | None:
     for cand in (folder / f"{name}.jsonl", folder / "data" / f"{name}.jsonl"):
-        if cand.is_file():
+        if cand.exists():  # not only a regular file: the reader refuses a FIFO or folder by name
             return cand
     return None
 
 
+class LongBenchRecord(Row):
+    """A line of the reference's <name>.jsonl (the fields the prompts, metrics and buckets use)."""
+
+    input: str
+    context: str
+    answers: list[str]
+    length: int = Field(ge=0)
+    all_classes: list[str] | None = None
+    language: str | None = None
+    dataset: str | None = None
+
+
+_FIX = "re-extract the reference's LongBench data (THUDM/LongBench data.zip)"
+
+
 def _read_jsonl(path: Path) -> list[dict]:
-    records = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                raise TaskUnavailable(
-                    f"{path} line {n} is not JSON: re-extract the reference's LongBench data"
-                ) from None
-            missing = [k for k in ("input", "context", "answers") if k not in rec]
-            if missing:
-                raise TaskUnavailable(f"{path} line {n} lacks {', '.join(missing)}: it is not a LongBench jsonl file")
-            records.append(rec)
-    return records
+    return read_jsonl(path, _FIX, row=LongBenchRecord)
 
 
 def _from_hub(name: str) -> list[dict]:
