@@ -254,6 +254,7 @@ def _evaluate(
         disable=not job.progress,
         file=sys.stderr,
     )
+
     def request(it: WorkItem) -> GenerationRequest:
         return GenerationRequest(
             it.prompt,

@@ -217,6 +217,8 @@ class HFRunner:
                 "prompt_tokens": done.prompt_tokens,
                 "reused_tokens": done.reused_tokens,
                 "new_tokens": len(done.tokens),
+                "prefill_seconds": round(done.prefill_seconds, 6),
+                "grid": self.engine.chunk,
             }
             self.batch_log.append((1, done.prompt_tokens + r.max_new_tokens))
             yield done.index, self._decode(done.tokens, r), done.seconds
@@ -261,15 +263,13 @@ class HFRunner:
                 continue
             ids = torch.tensor([encoded[i]], dtype=torch.long, device=self.device)
 
-            def step():
+            def step(ids=ids, max_new=r.max_new_tokens):
                 with torch.inference_mode():
-                    # transformers types generate() on GenerativePreTrainedModel but from_pretrained of an
-                    # AutoModelForCausalLM returns _BaseModelWithGenerate: a mismatch in its annotations.
-                    return self.model.generate(  # type: ignore[misc]
+                    return self.model.generate(
                         input_ids=ids,
                         attention_mask=torch.ones_like(ids),
                         do_sample=False,
-                        max_new_tokens=r.max_new_tokens,
+                        max_new_tokens=max_new,
                         eos_token_id=self.eos_id,
                         pad_token_id=self.pad_id,
                         temperature=None,

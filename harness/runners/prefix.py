@@ -123,7 +123,8 @@ class PrefixCache(Cache):
 
     def truncate(self, length: int) -> None:
         for layer in self.layers:
-            layer.truncate(length)  # type: ignore[attr-defined]
+            assert isinstance(layer, GrowingLayer)
+            layer.truncate(length)
 
 
 # -- attention -------------------------------------------------------------------------------
@@ -184,6 +185,7 @@ class Generated:
     seconds: float  # own chunks + decoding + an equal share of every chunk it shares with others
     prompt_tokens: int
     reused_tokens: int  # prompt tokens whose KV came from a previous prompt
+    prefill_seconds: float = 0.0  # the part of `seconds` spent on the prompt (the rest: decoding)
 
 
 def reuse_plan(prompts: list[list[int]], chunk: int, reuse: bool) -> tuple[list[int], list[int]]:
@@ -237,7 +239,7 @@ class PrefixEngine:
         config = model.config
         try:
             layers = DynamicCache(config=config).layers
-        except Exception as exc:  # an exotic config the cache cannot read
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:  # an exotic config the cache cannot read
             return f"its cache layout is unknown ({type(exc).__name__})"
         odd = sorted({type(layer).__name__ for layer in layers if type(layer) is not DynamicLayer})
         if odd:
@@ -271,14 +273,16 @@ class PrefixEngine:
         users = chunk_users(prompts, order, reused, self.chunk)
         cache = PrefixCache()
         node_seconds: list[float] = []  # seconds of each chunk in the current chain
-        with self.model_attention(), torch.inference_mode():
-            for k, i in enumerate(order):
-                ids = prompts[i]
-                keep = reused[k] * self.chunk
-                node_seconds = node_seconds[: reused[k]]
-                cache.truncate(keep)
+        for k, i in enumerate(order):
+            ids = prompts[i]
+            keep = reused[k] * self.chunk
+            node_seconds = node_seconds[: reused[k]]
+            cache.truncate(keep)
+            tokens: list[int] = []
+            # The model attends with harness_prefix only while this prompt computes, never across
+            # the yield: whoever consumes the results may use the model meanwhile.
+            with self.model_attention(), torch.inference_mode():
                 t0 = time.perf_counter()
-                tokens: list[int] = []
                 tok = int(self.prefill(cache, ids, keep).argmax())
                 t1 = time.perf_counter()
                 while tok != self.eos_id:
@@ -287,13 +291,13 @@ class PrefixEngine:
                         break
                     tok = int(self._forward(cache, [tok]).argmax())
                 t2 = time.perf_counter()
-                # The prefill's seconds split over its new chunks by tokens (attention makes later
-                # chunks dearer, so this is an approximation), then shared among each chunk's users.
-                own = len(ids) - keep
-                for s in range(keep, len(ids), self.chunk):
-                    node_seconds.append((t1 - t0) * min(self.chunk, len(ids) - s) / max(1, own))
-                shared = sum(sec / n for sec, n in zip(node_seconds, users[k]))
-                yield Generated(i, tokens, shared + (t2 - t1), len(ids), keep)
+            # The prefill's seconds split over its new chunks by tokens (attention makes later
+            # chunks dearer, so this is an approximation), then shared among each chunk's users.
+            own = len(ids) - keep
+            for s in range(keep, len(ids), self.chunk):
+                node_seconds.append((t1 - t0) * min(self.chunk, len(ids) - s) / max(1, own))
+            shared = sum(sec / n for sec, n in zip(node_seconds, users[k]))
+            yield Generated(i, tokens, shared + (t2 - t1), len(ids), keep, shared)
 
     def model_attention(self):
         """Context: the model attends with `harness_prefix` inside, and as before after."""

@@ -23,7 +23,12 @@ def gqa_llama_dir(tmp_path_factory, bpe_tokenizer_dir):
     from harness.embedded import build_tiny_llama
 
     return build_tiny_llama(
-        tmp_path_factory.mktemp("gqa-llama"), bpe_tokenizer_dir, hidden_size=128, num_layers=3, num_heads=4, num_kv_heads=2
+        tmp_path_factory.mktemp("gqa-llama"),
+        bpe_tokenizer_dir,
+        hidden_size=128,
+        num_layers=3,
+        num_heads=4,
+        num_kv_heads=2,
     )
 
 
@@ -171,7 +176,9 @@ def test_outputs_do_not_depend_on_batching_order_or_reuse(gqa_llama_dir, monkeyp
     assert [runner.generate([r])[0] for r in reqs] == together
     shuffled = list(range(len(reqs)))
     random.Random(3).shuffle(shuffled)
-    assert [runner.generate([reqs[i] for i in shuffled])[j] for j in range(len(reqs))] == [together[i] for i in shuffled]
+    assert [runner.generate([reqs[i] for i in shuffled])[j] for j in range(len(reqs))] == [
+        together[i] for i in shuffled
+    ]
     for other in (_runner(gqa_llama_dir, dtype, batch_size=1), _runner(gqa_llama_dir, dtype, reuse=False)):
         assert other.generate(reqs) == together
         other.close()
@@ -230,3 +237,39 @@ def test_unsupported_architecture_runs_plain_generate_one_row_at_a_time(tmp_path
             _greedy_by_hand(runner.model, ids, 5, runner.eos_id), skip_special_tokens=True
         )
     runner.close()
+
+
+def test_eval_records_are_the_same_with_and_without_reuse(ckpt_series, tmp_path, monkeypatch):
+    """`harness eval` with and without --no-prefix-reuse: the same records (identity and content),
+    provenance saying which ran and how much was reused, and each record's own eval time."""
+    import json
+
+    from harness.cli import main
+    from harness.runners import prefix
+
+    monkeypatch.setitem(prefix.CHUNK_TOKENS, "cpu", 32)
+    stores, provs = {}, {}
+    for name, flag in (("on", []), ("off", ["--no-prefix-reuse"])):
+        out = tmp_path / name
+        argv = ["eval", "--ckpts", f"{ckpt_series}/ckpt-10", "--tasks", "niah_single_1", "--lengths", "1k"]
+        argv += ["--samples", "5", "--batch-size", "2", "--out", str(out), "--no-progress", *flag]
+        assert main(argv) == 0
+        lines = (out / "samples.jsonl").read_text().splitlines()[1:]
+        stores[name] = [json.loads(x) for x in lines]
+        provs[name] = json.loads((out / "results.json").read_text())["provenance"]["prefix_reuse"]
+
+    def content(recs):
+        drop = ("eval_seconds", "compute", "run")
+        return sorted(json.dumps({k: v for k, v in r.items() if k not in drop}, sort_keys=True) for r in recs)
+
+    assert len(stores["on"]) == 5 and content(stores["on"]) == content(stores["off"])
+    assert provs["on"]["enabled"] is True and provs["off"]["enabled"] is False
+    assert provs["on"]["reused_tokens"] > 0 and provs["off"]["reused_tokens"] == 0
+    assert (
+        provs["on"]["prompt_tokens"]
+        == provs["off"]["prompt_tokens"]
+        == sum(r["compute"]["prompt_tokens"] for r in stores["on"])
+    )
+    assert provs["on"]["grid_tokens"] == 32
+    secs = [r["eval_seconds"] for r in stores["on"]]
+    assert all(s > 0 for s in secs) and len(set(secs)) > 1  # each sample's own time, not a batch average

@@ -94,3 +94,31 @@ def test_same_scores_from_vllm_and_transformers_through_harness_eval(tiny_llama_
         assert json.loads(lines[0])["settings"]["backend"] == backend
     assert len(records["vllm"]) == 6
     assert records["vllm"] == records["hf"]
+
+
+def test_prefix_cache_hits_are_counted_and_change_nothing(tiny_llama_dir, runners):
+    """Prompts sharing a long prefix, submitted in an order that hides it: the runner sorts them, the
+    prefix cache serves the shared blocks (num_cached_tokens), and the texts equal a run without the
+    cache and the transformers runner's."""
+    from harness.runners.registry import get_runner
+
+    v, h = runners
+    stem = "The grass is green. The sky is blue. The sun is yellow. " * 30
+    reqs = [GenerationRequest(stem + f"Item {k} of the list is number", 6) for k in (5, 1, 9, 3)]
+    reqs.insert(2, GenerationRequest("Unrelated. " * 40 + "The answer is", 6))
+    got = v.generate(reqs)
+    stats = v.sample_stats
+    assert sorted(stats) == list(range(len(reqs)))
+    prompt = [len(v.tokenizer(r.prompt)["input_ids"]) for r in reqs]
+    assert [stats[i]["prompt_tokens"] for i in range(len(reqs))] == prompt
+    stem_tokens = len(v.tokenizer(stem)["input_ids"])
+    # Three of the four stem prompts find the stem's full blocks cached (vLLM caches whole blocks).
+    hits = [stats[i]["reused_tokens"] for i in (0, 1, 3, 4)]
+    assert min(hits) < stem_tokens // 2 and all(x >= stem_tokens - 32 for x in sorted(hits)[1:]), hits
+    assert got == h.generate(reqs)
+    off = get_runner(
+        "vllm", str(tiny_llama_dir), RunnerSettings(backend="vllm", dtype="float32", batch_size=2, prefix_reuse=False)
+    )
+    assert off.generate(reqs) == got
+    assert all(s["reused_tokens"] == 0 for s in off.sample_stats.values())
+    off.close()
