@@ -296,15 +296,20 @@ def _evaluate(
     items.sort(key=lambda it: (it.sample.max_new_tokens, -it.num_tokens))
     each = getattr(runner, "generate_each", None)
     if each is not None and items:
-        # A runner that orders the work itself (shared prefixes together) gets all of it at once
-        # and hands back each sample as it finishes; every --batch-size of them is stored.
+        # A runner that orders the work itself (shared prefixes together) gets a whole (task,
+        # length) at once -- prompts of different tasks share nothing -- and hands back each sample
+        # as it finishes; every --batch-size of them is stored.
+        groups: dict[tuple, list[WorkItem]] = {}
+        for it in items:
+            groups.setdefault((it.task.name, it.sample.length), []).append(it)
         pending: list[tuple[WorkItem, str, float, dict | None]] = []
         t_batch = time.perf_counter()
-        for i, raw, seconds in each([request(it) for it in items]):
-            pending.append((items[i], raw, seconds, getattr(runner, "sample_stats", {}).get(i)))
-            if len(pending) >= max(1, job.settings.batch_size):
-                added += stored(_stream_records(records_of, pending, t_batch))
-                pending, t_batch = [], time.perf_counter()
+        for group in groups.values():
+            for i, raw, seconds in each([request(it) for it in group]):
+                pending.append((group[i], raw, seconds, getattr(runner, "sample_stats", {}).get(i)))
+                if len(pending) >= max(1, job.settings.batch_size):
+                    added += stored(_stream_records(records_of, pending, t_batch))
+                    pending, t_batch = [], time.perf_counter()
         if pending:
             added += stored(_stream_records(records_of, pending, t_batch))
         items = []

@@ -28,6 +28,7 @@ budget halved for the batches after it. It keeps only the logits of the scored p
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator
 from typing import cast
 
@@ -199,7 +200,9 @@ class HFRunner:
         """(request index, text, seconds) per request as each finishes, in prefix order (see
         harness/runners/prefix.py); `seconds` is the request's own compute, shared prefixes split
         among their users. Per-request facts (prompt tokens, reused tokens) go to `self.sample_stats`."""
-        encoded = [prompt_ids(self.tokenizer, r.prompt) for r in requests]
+        # 4 bytes per token (a list holds a 28-byte int object per token): a call may carry every
+        # sample of a (task, length), 500 prompts of 128K tokens.
+        encoded = [array("i", prompt_ids(self.tokenizer, r.prompt)) for r in requests]
         for r, ids in zip(requests, encoded):
             if len(ids) + r.max_new_tokens > self.max_model_len:
                 raise UserError(
@@ -256,12 +259,12 @@ class HFRunner:
 
         import torch
 
-        for i in sorted(range(len(requests)), key=lambda i: encoded[i]):
+        for i in range(len(requests)):
             r, t0 = requests[i], time.perf_counter()
             if r.max_new_tokens <= 0:
                 yield i, "", 0.0
                 continue
-            ids = torch.tensor([encoded[i]], dtype=torch.long, device=self.device)
+            ids = torch.tensor([list(encoded[i])], dtype=torch.long, device=self.device)
 
             def step(ids=ids, max_new=r.max_new_tokens):
                 with torch.inference_mode():

@@ -31,8 +31,10 @@ and the runner falls back to one plain `generate` per prompt.
 
 from __future__ import annotations
 
+import sys
 import time
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -128,6 +130,12 @@ class PrefixCache(Cache):
 
 
 # -- attention -------------------------------------------------------------------------------
+# Where a chunk's attention is two kernel calls merged by log-sum-exp (CPU: its flash kernel returns
+# the log-sum-exp, and a materialised lower-right mask would cost a [q, kv] tensor and a key copy per
+# query head). Elsewhere PyTorch's lower-right causal bias dispatches to a fused kernel.
+LSE_MERGE_DEVICES = {"cpu"}
+
+
 def _lse_attention_cpu(query, key, value, scale):
     """A chunk of q queries at the end of kv keys: the cached prefix without a mask (query heads of a
     key/value group folded into the query length, so no key is copied), the chunk itself causally,
@@ -162,7 +170,7 @@ def prefix_attention(module, query, key, value, attention_mask, dropout: float =
         out = out.reshape(b, h, 1, -1)
     elif q == kv:  # a whole prompt in one chunk
         out = F.scaled_dot_product_attention(query, key, value, is_causal=q > 1, scale=scaling, enable_gqa=h != hk)
-    elif query.device.type == "cpu" and query.shape[1] % key.shape[1] == 0:
+    elif query.device.type in LSE_MERGE_DEVICES and h % hk == 0:
         out = _lse_attention_cpu(query, key, value, scaling)
     else:
         from torch.nn.attention.bias import causal_lower_right
@@ -188,24 +196,46 @@ class Generated:
     prefill_seconds: float = 0.0  # the part of `seconds` spent on the prompt (the rest: decoding)
 
 
-def reuse_plan(prompts: list[list[int]], chunk: int, reuse: bool) -> tuple[list[int], list[int]]:
+def token_key(ids: Sequence[int]) -> bytes:
+    """ids as 4-byte big-endian words: bytes order is the ids' lexicographic order, and a common
+    prefix of k ids is a common prefix of 4k bytes (compared by memcmp, 4 bytes held per token)."""
+    words = array("I", ids)
+    if sys.byteorder == "little":
+        words.byteswap()
+    return words.tobytes()
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix of a and b (binary search over memcmp'd slices)."""
+    lo, hi = 0, min(len(a), len(b))
+    va, vb = memoryview(a), memoryview(b)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if va[:mid] == vb[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def reuse_plan(prompts: Sequence[Sequence[int]], chunk: int, reuse: bool) -> tuple[list[int], list[int]]:
     """(order, reused chunks per position in order): lexicographic order, and how many grid chunks
     each prompt takes from the one before it (full chunks inside their common prefix; never the
-    chunk holding a prompt's last token, whose logits are needed)."""
-    order = sorted(range(len(prompts)), key=lambda i: prompts[i])
+    chunk holding a prompt's last token, whose logits are needed). In lexicographic order a prompt
+    shares at least as long a prefix with the one before it as with any earlier one."""
+    keys = [token_key(p) for p in prompts]
+    order = sorted(range(len(prompts)), key=keys.__getitem__)
     reused = [0] * len(order)
     if not reuse:
         return order, reused
     for k in range(1, len(order)):
-        a, b = prompts[order[k - 1]], prompts[order[k]]
-        limit, n = min(len(a), len(b) - 1), 0
-        while n < limit and a[n] == b[n]:
-            n += 1
-        reused[k] = n // chunk
+        a, b = order[k - 1], order[k]
+        shared = _common_prefix(keys[a], keys[b]) // 4
+        reused[k] = min(shared, len(prompts[b]) - 1) // chunk
     return order, reused
 
 
-def chunk_users(prompts: list[list[int]], order: list[int], reused: list[int], chunk: int) -> list[list[int]]:
+def chunk_users(prompts: Sequence[Sequence[int]], order: list[int], reused: list[int], chunk: int) -> list[list[int]]:
     """For each position in order, how many prompts use each of its chunks (its own and reused)."""
     users_of: list[list[int]] = []  # per position in order: a list of node ids, one per chunk
     count: list[int] = []
@@ -248,14 +278,14 @@ class PrefixEngine:
             return "its attention does not go through transformers' AttentionInterface"
         return None
 
-    def _forward(self, cache: PrefixCache, ids: list[int]) -> torch.Tensor:
+    def _forward(self, cache: PrefixCache, ids: Sequence[int]) -> torch.Tensor:
         """Run ids after the cache; the logits of the last position ([vocab])."""
-        x = torch.tensor([ids], dtype=torch.long, device=self.device)
+        x = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
         kwargs = {"logits_to_keep": 1} if self._keeps_logits else {}
         out = self.model(input_ids=x, past_key_values=cache, use_cache=True, **kwargs)
         return out.logits[0, -1]
 
-    def prefill(self, cache: PrefixCache, ids: list[int], start: int) -> torch.Tensor:
+    def prefill(self, cache: PrefixCache, ids: Sequence[int], start: int) -> torch.Tensor:
         """Chunks of ids from `start` (a grid point, cache already holding ids[:start]); last logits."""
         logits = None
         for s in range(start, len(ids), self.chunk):
@@ -263,7 +293,7 @@ class PrefixEngine:
         assert logits is not None
         return logits
 
-    def run(self, prompts: list[list[int]], max_new: list[int]) -> Iterator[Generated]:
+    def run(self, prompts: Sequence[Sequence[int]], max_new: list[int]) -> Iterator[Generated]:
         for i in range(len(prompts)):
             if max_new[i] <= 0 or not prompts[i]:  # nothing to generate (or nothing to condition on)
                 yield Generated(i, [], 0.0, len(prompts[i]), 0)

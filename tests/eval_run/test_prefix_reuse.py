@@ -102,10 +102,16 @@ def test_reuse_plan_takes_every_chunk_any_earlier_prompt_shares():
         assert reuse_plan(prompts, chunk, reuse=False)[1] == [0] * len(prompts)
 
 
+@pytest.mark.parametrize("merge", ["lse", "lower_right"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_reuse_gives_bit_identical_logits_and_fp32_matches_a_full_pass(gqa_llama_dir, dtype):
+def test_reuse_gives_bit_identical_logits_and_fp32_matches_a_full_pass(gqa_llama_dir, dtype, merge, monkeypatch):
+    """Both ways a chunk attends to the cache: CPU's log-sum-exp merge, and the lower-right causal
+    bias other devices use (forced here on CPU, where PyTorch materialises its mask)."""
+    from harness.runners import prefix
     from harness.runners.prefix import PrefixEngine
 
+    if merge == "lower_right":
+        monkeypatch.setattr(prefix, "LSE_MERGE_DEVICES", set())
     model = _model(gqa_llama_dir, dtype)
     prompts = _prompts()
     on = _engine_logits(PrefixEngine(model, None, CHUNK, reuse=True), prompts)
