@@ -79,8 +79,7 @@ def run(args) -> int:
         if len(unavailable) == 1:
             raise UserError("no task can run: " + "".join(f"{k}: {v}" for k, v in unavailable.items()))
         raise UserError(
-            f"no task can run: {', '.join(unavailable)}; give each its data as the lines above say "
-            "(no samples written)"
+            f"no task can run: {', '.join(unavailable)}; give each its data as the lines above say (no samples written)"
         )
 
     failed: list[str] = []
