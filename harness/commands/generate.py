@@ -76,9 +76,10 @@ def run(args) -> int:
     for name, reason in unavailable.items():
         print(f"{name}: unavailable: {reason}")
     if not tasks:  # one line per task above, one error line here; nothing is written
+        if len(unavailable) == 1:
+            raise UserError("no task can run: " + "".join(f"{k}: {v}" for k, v in unavailable.items()))
         raise UserError(
-            f"no task can run: {', '.join(unavailable)}; give each its data as the lines above say "
-            "(no samples written)"
+            f"no task can run: {', '.join(unavailable)}; give each its data as the lines above say (no samples written)"
         )
 
     failed: list[str] = []

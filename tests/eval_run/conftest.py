@@ -21,4 +21,3 @@ def ckpt_series(tmp_path_factory, bpe_tokenizer_dir):
 def isolated_cwd(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
