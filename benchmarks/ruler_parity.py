@@ -551,17 +551,17 @@ def print_tables(args, cells: dict, cross: dict) -> None:
         rw, rc = ref_seconds(ref, "wall_s"), ref_seconds(ref, "cpu_s")
         ow, oc = ours["time"]["eval"]["wall_s"], ours["time"]["eval"]["cpu_s"]
         tot = totals.setdefault(length, [0.0, 0.0, 0.0, 0.0, 0.0])
-        for i, v in enumerate((rw, ow, rc, oc, 1)):
+        for i, v in enumerate((rw, ow, rc, oc, 1.0)):
             tot[i] += v
         loads = f"{ref['time']['predict']['load_1min_before']:.1f} / {ours['time']['eval']['load_1min_before']:.1f}"
         print(
             f"| {task} | {label(length)} | {rw:.0f} | {ow:.0f} | {ow / rw:.2f} | {rc:.0f} | {oc:.0f} | {oc / rc:.2f} | "
             f"{loads} |"
         )
-    for length, (rw, ow, rc, oc, n) in sorted(totals.items()):
+    for length, (rw, ow, rc, oc, count) in sorted(totals.items()):
         # A sum over fewer tasks than the suite says so: it is not the 11-task total.
         print(
-            f"| **sum of {n:.0f} of {len(TASKS)}** | {label(length)} | {rw:.0f} | {ow:.0f} | **{ow / rw:.2f}** | "
+            f"| **sum of {count:.0f} of {len(TASKS)}** | {label(length)} | {rw:.0f} | {ow:.0f} | **{ow / rw:.2f}** | "
             f"{rc:.0f} | {oc:.0f} | **{oc / rc:.2f}** | |"
         )
     for length in sorted(totals):
