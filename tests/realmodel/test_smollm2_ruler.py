@@ -34,7 +34,8 @@ pytestmark = pytest.mark.realmodel
 
 PINS = Path(__file__).with_name("smollm2_pins.json")
 # (tasks, lengths, samples per task and length) of each `harness eval` call
-# 7 samples: about 1-2 minutes of one core (2026-11-25; a 1K sample is ~4-8 s of float32 CPU)
+# 7 samples: 98 s of CPU on one thread, model load included (2026-11-25, shared 2-core EPYC;
+# 5 s per 1K sample in float32)
 RUNS = [
     ("niah_single_1,niah_multikey_2,vt", "1k", 2),
     ("niah_single_1", "4k", 1),
