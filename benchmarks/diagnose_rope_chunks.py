@@ -31,6 +31,7 @@ def old_module(rev: str):
     spec = importlib.util.spec_from_file_location("rope_old", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
     spec.loader.exec_module(mod)
     return mod
 
