@@ -644,7 +644,9 @@ def build(
         if groups and groups[-1]["suite"] == c["suite"] and groups[-1]["label"] == c["group"]:
             groups[-1]["span"] += 1
         else:
-            groups.append({"suite": c["suite"], "label": c["group"], "span": 1})
+            # A suite no family declares is labelled by its task names: shown as written, not upper-cased.
+            by_tasks = _declared(c["suite"]) is None and c["group"] != c["suite"]
+            groups.append({"suite": c["suite"], "label": c["group"], "span": 1, "by_tasks": by_tasks})
 
     flags, flag_suites = _flag_sets(runs, suite_names, None)
     base_run = next((r for r in runs if r["run"]["name"] == baseline), None)

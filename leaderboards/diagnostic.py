@@ -99,10 +99,16 @@ def _label(run: dict) -> str:
     return run["name"] or Path(run["checkpoint"]).name
 
 
-def rope_section(data: dict, root: Path | None, names: list[str]) -> dict:
-    """The page's table: one row per checkpoint, a (D, first token's share) pair per dtype."""
+def _checkpoint_label(path: str, root: Path | None) -> str:
+    """Relative to `root` when under it (runs/full/ckpt-200), else the model's own name (demo-base)."""
     from leaderboards.build import path_label
 
+    shown = path_label(path, root)
+    return Path(path).name or path if shown == path and root is not None else shown
+
+
+def rope_section(data: dict, root: Path | None, names: list[str]) -> dict:
+    """The page's table: one row per checkpoint, a (D, first token's share) pair per dtype."""
     dtypes = list(dict.fromkeys(r["dtype"] for r in data["runs"]))
     rows: dict[tuple[str, str], dict] = {}
     for run in data["runs"]:
@@ -111,7 +117,7 @@ def rope_section(data: dict, root: Path | None, names: list[str]) -> dict:
             key,
             {
                 "label": key[0],
-                "checkpoint": path_label(run["checkpoint"], root),
+                "checkpoint": _checkpoint_label(run["checkpoint"], root),
                 "checkpoint_title": run["checkpoint"],
                 "is_row": key[0] in names,
                 "cells": {},
