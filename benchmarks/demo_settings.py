@@ -77,7 +77,7 @@ def _outcome(folder: Path, argv: list[str]) -> dict:
     cfg = config_from_args(args)
     lengths = parse_lengths(cfg.lengths)
     data = cfg.data or str(
-        next((folder / "data").glob(f"corpus-seed*-{cfg.corpus_docs}-w{cfg.window}-long{cfg.long_share:g}.jsonl"))
+        next((folder / "data").glob(f"corpus-seed*-{cfg.corpus_docs}-w{cfg.window}-long{cfg.long_share:g}*.jsonl"))
     )
     stats, _ = corpus_stats(cfg, data)
     res = {n: json.loads((folder / "results" / n / "results.json").read_text()) for n in ("base", "full", "anchor")}

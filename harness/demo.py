@@ -143,10 +143,45 @@ def validate(cfg: DemoConfig) -> tuple[list[int], list[str]]:
     return lengths, tasks
 
 
+def _model_file_source(model: str):
+    """The model source of a GGUF file or a packaged model name (harness.sources, where this
+    checkout has it), else None: folders and hub names are used as they are."""
+    import importlib
+
+    try:
+        sources = importlib.import_module("harness.sources")
+    except ImportError:
+        return None
+    return sources.model_file_source(model)
+
+
+def converted_folder(model: str, out: Path) -> Path:
+    """Where the demo keeps a GGUF/packaged model converted to a save_pretrained folder (named by the model)."""
+    name = Path(model).name
+    return out / "models" / (name.removesuffix(".gguf"))
+
+
+def _as_folder(cfg: DemoConfig, out: Path) -> DemoConfig:
+    """cfg with a GGUF file or packaged model converted once (`harness convert`) into a folder under
+    --out: training, evaluation and the diagnostic then read one dequantised copy, and a re-run
+    finds it there."""
+    from dataclasses import replace
+
+    if _model_file_source(cfg.model) is None:
+        return cfg
+    folder = converted_folder(cfg.model, out)
+    if not (folder / "config.json").is_file():
+        print(f"  converting {cfg.model} to a save_pretrained folder: {folder}", flush=True)
+        _cli(["convert", cfg.model, "--out", str(folder)])
+    return replace(cfg, model=str(folder))
+
+
 def _check_model(model: str) -> None:
     """The base model, checked as `harness train` checks it (training.model_files), before any file is written."""
     from training.model_files import check_model_dir, check_model_path
 
+    if _model_file_source(model) is not None:  # a GGUF file or packaged model: its source checked it
+        return
     try:
         if check_model_path(model):
             check_model_dir(Path(model))
@@ -165,36 +200,50 @@ def _suite_names() -> set[str]:
     return set(all_suites())
 
 
-def corpus_path(cfg: DemoConfig, out: Path) -> Path:
+def line_tokens(tokenizer) -> int:
+    """Tokens of one filler line with this tokenizer: the unit the corpus's line budgets are sized
+    in, so a "long" document spans the window for the model being trained, whatever its tokenizer."""
+    from training.demo_corpus import NOISE
+
+    return max(1, len(tokenizer(NOISE + "\n", add_special_tokens=False)["input_ids"]))
+
+
+def corpus_path(cfg: DemoConfig, out: Path, tokens_per_line: int) -> Path:
     """The generated corpus's file: its name holds every setting that changes its text."""
+    from training.demo_corpus import LINE_TOKENS
+
     share = f"{cfg.long_share:g}"
-    return out / "data" / f"corpus-seed{CORPUS_SEED}-{cfg.corpus_docs}-w{cfg.window}-long{share}.jsonl"
+    unit = "" if tokens_per_line == LINE_TOKENS else f"-lt{tokens_per_line}"
+    return out / "data" / f"corpus-seed{CORPUS_SEED}-{cfg.corpus_docs}-w{cfg.window}-long{share}{unit}.jsonl"
 
 
-def corpus_settings(cfg: DemoConfig) -> dict:
+def corpus_settings(cfg: DemoConfig, tokens_per_line: int) -> dict:
     """demo_corpus.write's keyword arguments for the demo corpus at cfg.window.
 
     Short documents: 1/4 to 1 window's worth of filler lines (facts documents draw their filler
     from 1 up to that budget, so half of them are far shorter). Long documents (a `long_share` of
-    them): filled to 1-2 windows, the paper's upsampling of long documents in miniature."""
-    from training.demo_corpus import LINE_TOKENS, long_lines_for
+    them): filled to 1-2 windows, the paper's upsampling of long documents in miniature. A line is
+    `tokens_per_line` tokens of the model's tokenizer (25 with the demo base's)."""
+    from training.demo_corpus import long_lines_for
 
-    max_lines = max(8, cfg.window // LINE_TOKENS)
+    max_lines = max(8, cfg.window // tokens_per_line)
     kw: dict = {"max_lines": max_lines, "min_lines": max(4, max_lines // 4)}
     if cfg.long_share:
-        kw.update(long_share=cfg.long_share, long_lines=long_lines_for(cfg.window))
+        kw.update(long_share=cfg.long_share, long_lines=long_lines_for(cfg.window, tokens_per_line))
     return kw
 
 
 def _corpus(cfg: DemoConfig, out: Path) -> str:
     if cfg.data:
         return cfg.data
+    from tasks.tokenization import load_tokenizer
     from training import demo_corpus
 
-    path = corpus_path(cfg, out)
+    unit = line_tokens(load_tokenizer(cfg.model))
+    path = corpus_path(cfg, out, unit)
     if not path.exists():
         tmp = path.with_suffix(".tmp")
-        demo_corpus.write(tmp, cfg.corpus_docs, seed=CORPUS_SEED, **corpus_settings(cfg))
+        demo_corpus.write(tmp, cfg.corpus_docs, seed=CORPUS_SEED, **corpus_settings(cfg, unit))
         tmp.replace(path)
     return str(path)
 
@@ -600,6 +649,7 @@ def run_demo(cfg: DemoConfig) -> dict:
         f"continued-pretraining corpus ({'--data ' + cfg.data if cfg.data else f'{cfg.corpus_docs} generated documents, seed {CORPUS_SEED}, long-document share {cfg.long_share:g}'})",
         t0,
     )
+    cfg = _as_folder(cfg, out)
     data = _corpus(cfg, out)
     stats, whole = corpus_stats(cfg, data)
     print(f"  corpus: {data}", flush=True)

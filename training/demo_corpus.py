@@ -298,17 +298,17 @@ def length_stats(lengths: list[int], window: int) -> LengthStats:
         docs=n,
         tokens=total,
         median=statistics.median(ordered),
-        p90=ordered[math.ceil(0.9 * n) - 1],
+        p90=ordered[(9 * n + 9) // 10 - 1],  # nearest rank: ceil(0.9 n), in integers
         window=window,
         spanning_docs=len(spanning),
         spanning_share=sum(spanning) / total if total else 0.0,
     )
 
 
-def long_lines_for(window: int) -> tuple[int, int]:
-    """Line budget of a long document at `window`: from one window's worth of filler lines (about
-    25 tokens each, plus the header and questions) to two."""
-    lo = math.ceil(window / LINE_TOKENS)
+def long_lines_for(window: int, line_tokens: int = LINE_TOKENS) -> tuple[int, int]:
+    """Line budget of a long document at `window`: from one window's worth of filler lines
+    (`line_tokens` each, plus the header and questions) to two."""
+    lo = math.ceil(window / line_tokens)
     return lo, 2 * lo
 
 
