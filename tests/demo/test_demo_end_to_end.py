@@ -111,6 +111,7 @@ def test_demo_summary_says_what_the_run_can_show(demo_run):
     assert "- training precision: bf16" in summary
     assert "% of the training tokens sit in the" in summary and "span the 512-token window" in summary
     assert "weak evidence about the paper's 7B/64K result" in summary
+    assert "- RoPE: under a shift of every position id, bf16 changes attention" in summary
     assert any(w in summary for w in ("anchor beats full", "anchor LOSES to full", "anchor and full TIE"))
     assert "% of the tokens are in documents that span the 512-token window" in stdout  # stage 1's line
 

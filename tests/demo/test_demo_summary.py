@@ -131,3 +131,48 @@ def test_rope_table_prints_each_run_and_dtype(tmp_path):
     ]
     assert lines[2].split() == ["base", "demo-base", "6.00e-01", "1.00e-04", "6000x", "50%", "10%"]
     assert lines[3].split() == ["anchor", "runs/anchor/ckpt-200", "5.00e-01", "2.00e-04", "2500x", "10%", "0%"]
+
+
+def _rope_runs(shares: list[float], ratio: float, model: str):
+    runs = []
+    for i, share in enumerate(shares):
+        name, ckpt = f"r{i}", f"{model}-{i}"
+        tokens = [share, 1 - share]  # D = 1 in bf16, the first token's share as given
+        runs.append(
+            {
+                "name": name,
+                "checkpoint": ckpt,
+                "dtype": "bf16",
+                "D": {"shifts": [0], "mean": [1.0]},
+                "per_token": {"mean": tokens},
+            }
+        )
+        runs.append(
+            {
+                "name": name,
+                "checkpoint": ckpt,
+                "dtype": "fp32",
+                "D": {"shifts": [0], "mean": [1.0 / ratio]},
+                "per_token": {"mean": [0.5, 0.5]},
+            }
+        )
+    return runs
+
+
+def test_rope_caveat_reports_both_findings_plainly():
+    from harness.demo import DEFAULT_MODEL, DemoConfig, rope_caveat
+
+    low = rope_caveat(DemoConfig(), _rope_runs([0.01, 0.004], 7000, "m"))
+    assert low.startswith(
+        "RoPE: under a shift of every position id, bf16 changes attention 7,000-7,000x more than fp32"
+    )
+    assert "the paper's Section 2 finding)" in low
+    assert "the first token carries only 0-1% of it here, where the paper finds it dominant" in low
+    assert "pretrained with document masking" in low and str(DEFAULT_MODEL) == DemoConfig().model
+    other = rope_caveat(DemoConfig(model="/models/smollm2"), _rope_runs([0.02], 7000, "m"))
+    assert "document masking" not in other and "little attention on its first token" in other
+    high = rope_caveat(DemoConfig(model="/models/smollm2"), _rope_runs([0.6, 0.4], 50, "m"))
+    assert high.endswith("the first token carries 40-60% of it, as the paper finds")
+    weak = rope_caveat(DemoConfig(), _rope_runs([0.5], 3, "m"))
+    assert "a weak effect here" in weak
+    assert rope_caveat(DemoConfig(), []) is None
