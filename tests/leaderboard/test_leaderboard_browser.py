@@ -249,7 +249,7 @@ def test_intervals_significance_and_heatmaps_render(driver, paired_site):
     box = "const r = arguments[0].getBoundingClientRect(); return [r.width, r.height];"
     for m in maps:
         assert m.size["width"] >= float(m.get_attribute("width")) - 1
-        text_w, text_h = driver.execute_script(box, m.find_element(By.CSS_SELECTOR, "g.cell text"))
+        _, text_h = driver.execute_script(box, m.find_element(By.CSS_SELECTOR, "g.cell text"))
         _, cell_h = driver.execute_script(box, m.find_element(By.CSS_SELECTOR, "g.cell rect"))
         assert text_h >= 12 and cell_h >= 24, (text_h, cell_h)
     assert driver.execute_script("return performance.getEntriesByType('resource').length") == 0
