@@ -18,11 +18,17 @@ The math, in order (scores are x100):
      weights 1 / 1..n / n..1 over the suite's lengths in increasing order, normalised by their sum;
      then statistics over checkpoints. Present only when every suite length has an average (an
      Avg over fewer lengths would not compare with other runs), else absent;
+     A suite with "weighting": "samples" (LongBench v2) weights each task by its number of samples
+     in its suite and category averages: the mean over their samples, as the reference reports it;
   5. effective length: the largest evaluated L such that the checkpoint-mean average is above
      (strictly greater than) the threshold at every evaluated length <= L; else value null and
      label "below the first length". A suite that is not length-controlled (spec
      "length_controlled": false, or lengths [0]: LongBench, MMLU/HellaSwag) gets
      {"threshold": null, "value": null, "label": "n/a"} and "length_controlled": false.
+  6. NoLiMa's effective length (summary "effective_length_nolima", length-controlled suites):
+     the base score is the mean of the per-length averages at lengths <= 1K (else at the shortest
+     length); the value is the largest evaluated L with the average >= 0.85 x base at every
+     evaluated length <= L (see base_relative_effective_length).
 Excluded and unavailable tasks are listed and never averaged (as zeros or otherwise); every
 average says how many of the suite's tasks it covers (tasks_covered / tasks_total).
 
@@ -156,17 +162,56 @@ def effective_length(per_length: dict[str, dict], lengths: list[int], threshold:
     return {"threshold": threshold, "value": value, "label": label}
 
 
+# NoLiMa's rule (adobe-research/NoLiMa README): the effective length is the longest length whose
+# score stays at or above 85% of the model's base score, its score at short contexts (NoLiMa's
+# 250, 500 and 1K; here the mean of the suite's per-length averages at lengths <= 1K, or at its
+# shortest length when none is that short).
+NOLIMA_FRACTION = 0.85
+NOLIMA_BASE_MAX_LENGTH = 1024
+
+
+def base_relative_effective_length(
+    per_length: dict[str, dict],
+    lengths: list[int],
+    fraction: float = NOLIMA_FRACTION,
+    base_max_length: int = NOLIMA_BASE_MAX_LENGTH,
+) -> dict:
+    """NoLiMa's effective length beside RULER's: largest evaluated L with the checkpoint-mean
+    average >= fraction x base score at every evaluated L' <= L (the base lengths included)."""
+    evaluated = [L for L in sorted(lengths) if str(L) in per_length]
+    out: dict = {"rule": "nolima", "fraction": fraction, "base_lengths": [], "base_score": None}
+    if not evaluated:
+        return {**out, "threshold": None, "value": None, "label": "no length evaluated"}
+    base_lengths = [L for L in evaluated if L <= base_max_length] or evaluated[:1]
+    base = sum(per_length[str(L)]["mean"] for L in base_lengths) / len(base_lengths)
+    out.update(base_lengths=base_lengths, base_score=base)
+    if not base > 0:  # every length would pass a threshold of 0
+        return {**out, "threshold": 0.0, "value": None, "label": "n/a (base score 0)"}
+    threshold = fraction * base
+    value = None
+    for L in evaluated:
+        if not per_length[str(L)]["mean"] >= threshold:
+            break
+        value = L
+    return {**out, "threshold": threshold, "value": value, "label": format_length(value) if value else BELOW_FIRST}
+
+
 def _group_average(
-    tasks: list[str], cell: dict, lengths: list[int], ckpt_fps: list[str]
+    tasks: list[str], cell: dict, lengths: list[int], ckpt_fps: list[str], counts: dict | None = None
 ) -> dict[int, tuple[list[str], dict[str, float]]]:
-    """For each length: (tasks covered, {fingerprint: mean over those tasks}) for complete checkpoints."""
+    """For each length: (tasks covered, {fingerprint: mean over those tasks}) for complete checkpoints.
+    counts: weight each task by its number of samples (a "weighting": "samples" suite), else equally."""
     out = {}
     for L in lengths:
         covered = [t for t in tasks if any((t, L, fp) in cell for fp in ckpt_fps)]
         if not covered:
             continue
+
+        def weight(t: str, fp: str, L: int = L) -> float:
+            return float(counts[(t, L, fp)]) if counts is not None else 1.0
+
         per_ckpt = {
-            fp: sum(cell[(t, L, fp)] for t in covered) / len(covered)
+            fp: sum(cell[(t, L, fp)] * weight(t, fp) for t in covered) / sum(weight(t, fp) for t in covered)
             for fp in ckpt_fps
             if all((t, L, fp) in cell for t in covered)
         }
@@ -205,10 +250,19 @@ def _interval(reps: np.ndarray, ckpts: list[dict], fps, key: tuple) -> dict:
     return {} if iv is None else {"ci_low": iv[0], "ci_high": iv[1]}
 
 
-def _group_reps(tasks: list[str], L: int, reps: dict) -> np.ndarray | None:
-    """Replicates of the within-checkpoint mean over tasks at one length (None if a task has none)."""
+def _group_reps(tasks: list[str], L: int, reps: dict, weights: dict | None = None) -> np.ndarray | None:
+    """Replicates of the within-checkpoint mean over tasks at one length (None if a task has none);
+    weights {task: samples} for a sample-weighted suite."""
     mats = [m for t in tasks if (m := reps.get((t, L))) is not None]
-    return None if len(mats) < len(tasks) else mean_of(mats)
+    if len(mats) < len(tasks):
+        return None
+    return mean_of(mats, [weights[t] for t in tasks] if weights is not None else None)
+
+
+def _sample_weights(tasks: list[str], L: int, counts: dict, per_ckpt: dict) -> dict[str, int]:
+    """{task: samples} at L, from the first checkpoint of the average (checkpoints score the same samples)."""
+    fp = next(iter(per_ckpt))
+    return {t: counts[(t, L, fp)] for t in tasks}
 
 
 def _aggregate_suite(
@@ -249,12 +303,14 @@ def _aggregate_suite(
             per_task_summary[t] = summary
 
     total = len(tasks)
-    suite_len = _group_average(evaluated, cell, lengths, fps)
+    pooled = spec.get("weighting") == "samples"
+    weights = counts if pooled else None
+    suite_len = _group_average(evaluated, cell, lengths, fps, weights)
     per_length = {}
     len_reps = {}
     for L, (covered, per_ckpt) in suite_len.items():
         per_length[str(L)] = {**_stats(per_ckpt, ckpts, labels), "tasks_covered": len(covered), "tasks_total": total}
-        r = _group_reps(covered, L, reps)
+        r = _group_reps(covered, L, reps, _sample_weights(covered, L, counts, per_ckpt) if pooled else None)
         if r is not None:
             len_reps[L] = r
             per_length[str(L)].update(_interval(r, ckpts, per_ckpt, ("suite", tuple(covered), L)))
@@ -267,6 +323,8 @@ def _aggregate_suite(
     summary["effective_length"] = (
         effective_length(per_length, lengths, threshold) if length_controlled else dict(NOT_LENGTH_CONTROLLED)
     )
+    if length_controlled:
+        summary["effective_length_nolima"] = base_relative_effective_length(per_length, lengths)
     summary["tasks_covered"] = len(covered_everywhere)
     summary["tasks_total"] = total
     summary["lengths_covered"] = len(suite_len)
@@ -285,6 +343,8 @@ def _aggregate_suite(
     }
     if not length_controlled:
         out["length_controlled"] = False
+    if pooled:
+        out["weighting"] = "samples"
     if spec.get("unavailable_lengths"):
         out["unavailable_lengths"] = {t: dict(v) for t, v in spec["unavailable_lengths"].items()}
     categories = spec.get("categories")
@@ -293,13 +353,13 @@ def _aggregate_suite(
         for cat, cat_tasks in categories.items():
             cat_eval = [t for t in cat_tasks if t in evaluated]
             out["categories"][cat] = {}
-            for L, (covered, per_ckpt) in _group_average(cat_eval, cell, lengths, fps).items():
+            for L, (covered, per_ckpt) in _group_average(cat_eval, cell, lengths, fps, weights).items():
                 entry = {
                     **_stats(per_ckpt, ckpts, labels),
                     "tasks_covered": len(covered),
                     "tasks_total": len(cat_tasks),
                 }
-                r = _group_reps(covered, L, reps)
+                r = _group_reps(covered, L, reps, _sample_weights(covered, L, counts, per_ckpt) if pooled else None)
                 if r is not None:
                     entry.update(_interval(r, ckpts, per_ckpt, ("category", cat, tuple(covered), L)))
                 out["categories"][cat][str(L)] = entry
@@ -477,6 +537,7 @@ def _perplexity_view(suite: dict, perplexity_tasks: set[str]) -> dict:
     if suite["evaluated"] and set(suite["evaluated"]) <= perplexity_tasks:
         suite["score"] = "perplexity"
         suite["summary"]["effective_length"] = {"threshold": None, "value": None, "label": "n/a (perplexity)"}
+        suite["summary"].pop("effective_length_nolima", None)
     return suite
 
 
@@ -501,9 +562,15 @@ def write_results(path: str | Path, results: dict) -> None:
 
 def load_results(path: str | Path) -> dict:
     """Read results.json; UserError when missing, corrupt, foreign or from a newer harness."""
+    from harness.paths import NotARegularFile, read_regular
+
     path = Path(path)
     try:
-        text = path.read_text()
+        text = read_regular(path).decode("utf-8")  # a FIFO or device: an error, never a hang
+    except NotARegularFile as exc:
+        raise UserError(
+            f"results file {path} is {exc.kind}: pass a results.json written by harness eval, or its run directory"
+        ) from None
     except FileNotFoundError:
         raise UserError(
             f"results file {path} not found: pass a results.json written by harness eval, or its run directory"
@@ -545,6 +612,22 @@ def _registry_length_controlled(names: list[str]) -> bool | None:
     return any(flags) if flags else None
 
 
+def _latest_settings(records: list[dict]) -> list[dict]:
+    """Per checkpoint, the records computed with the settings of its most recently written record:
+    a store swept over a setting (--dtype, --rope-theta, ...) holds one record set per value, and
+    averaging them together would report a setting no record had."""
+    from harness.identity import settings_id
+
+    latest = {r["checkpoint"]["fingerprint"]: settings_id(r.get("settings")) for r in records}
+    return [r for r in records if settings_id(r.get("settings")) == latest[r["checkpoint"]["fingerprint"]]]
+
+
+def _suite_weighting(name: str) -> str | None:
+    from tasks.suites import suite_weighting
+
+    return suite_weighting(name)
+
+
 def results_from_store(
     path: str | Path, threshold: float = DEFAULT_THRESHOLD, suite_tasks: dict[str, list[str]] | None = None
 ) -> dict:
@@ -552,7 +635,8 @@ def results_from_store(
 
     suite_tasks gives each suite's full task list (the registry's); a suite's tasks without
     records are listed as unavailable ("no results in the store"), because the store does not
-    say whether they were excluded or missing. Lengths are those present in the records.
+    say whether they were excluded or missing. Lengths are those present in the records. Of a
+    checkpoint evaluated under several settings, the records of its last-written settings are used.
     """
     from harness.store import read_store
 
@@ -580,9 +664,11 @@ def results_from_store(
         controlled = _registry_length_controlled(seen)
         if controlled is not None:
             suites[name]["length_controlled"] = controlled
+        if _suite_weighting(name):  # LongBench v2 pools its cells' samples, in a re-aggregation too
+            suites[name]["weighting"] = _suite_weighting(name)
     ckpts = checkpoints_from_records(records)
     current = {c["fingerprint"] for c in ckpts}
-    used = [r for r in records if r["checkpoint"]["fingerprint"] in current]
+    used = _latest_settings([r for r in records if r["checkpoint"]["fingerprint"] in current])
     paths = [c["path"] for c in ckpts]
     parents = {os.path.dirname(p) for p in paths}
     run = {

@@ -1,4 +1,6 @@
-"""Checkpoint selection for `harness eval --ckpts SPEC [--last N]`.
+"""Checkpoint folders for `harness eval --ckpts SPEC [--last N]` (the folder kind of model source,
+harness/sources/checkpoint.py; GGUF files and served models are other kinds, and
+`select_checkpoints` resolves every kind).
 
     from harness.checkpoints import select_checkpoints, check_same_tokenizer, run_name_default
     ckpts = select_checkpoints("runs/anchor/ckpt-<1950..2000>")   # existing dirs, sorted by step
@@ -33,16 +35,15 @@ import hashlib
 import json
 import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserError
 
-_RANGE = re.compile(r"<\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*>")
+_RANGE = re.compile(r"<\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*>", re.ASCII)
 # The step is a trailing integer after a separator or a checkpoint word: ckpt-2000, checkpoint_500,
 # global_step2000; not the digits of a model name such as gpt2 or Llama-2-7b.
-_TRAILING_INT = re.compile(r"(?:^|[-_.]|step|ckpt|checkpoint)(\d+)$", re.IGNORECASE)
+_TRAILING_INT = re.compile(r"(?:^|[-_.]|step|ckpt|checkpoint)(\d+)$", re.IGNORECASE | re.ASCII)
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*(@[\w./-]+)?$")
 _GLOB_CHARS = set("*?[")
 _CHUNK = 1 << 20
@@ -72,25 +73,36 @@ _TOKENIZER_PAIR = ("tokenizer.json", "tokenizer_config.json")
 
 @dataclass(frozen=True)
 class Checkpoint:
-    path: str
+    """One model as records name it (built by a model source, harness/sources/)."""
+
+    path: str  # what the runner loads: a folder, a .gguf file, a hub or served model name
     step: int | None
     fingerprint: str
     training: dict | None  # harness_training.json beside config.json, if present
     local: bool
+    kind: str = "checkpoint"  # the model-source kind (harness/sources/): checkpoint, gguf, openai
+    model: str | None = None  # the model itself, for run.model: a plain folder, a run's folder, a GGUF name
+    label: str | None = None  # its part of the default run name (None: derived from the path)
+    sha256: str | None = None  # the whole file's sha256, for single-file models (GGUF)
 
     def __hash__(self) -> int:  # the training dict is unhashable; path + fingerprint identify it
         return hash((self.path, self.fingerprint))
 
     def to_dict(self) -> dict:
         """The form results.json records (run.checkpoints[])."""
-        return {"path": self.path, "step": self.step, "fingerprint": self.fingerprint, "training": self.training}
+        out = {"path": self.path, "step": self.step, "fingerprint": self.fingerprint, "training": self.training}
+        if self.kind != "checkpoint":
+            out["kind"] = self.kind
+        if self.sha256 is not None:
+            out["sha256"] = self.sha256
+        return out
 
     def ref(self) -> dict:
         """The form every store record carries (record["checkpoint"])."""
         return {"path": self.path, "step": self.step, "fingerprint": self.fingerprint}
 
 
-def _split_spec(spec: str) -> list[str]:
+def split_spec(spec: str) -> list[str]:
     """Comma-split outside <...> (a range never holds a comma, but be exact about it)."""
     items: list[str] = []
     depth = 0
@@ -129,7 +141,7 @@ def _glob_to_regex(pattern: str) -> str:
                 out.append("[" + body + "]")
                 i = j
         elif ch == "\0":  # placeholder for the <A..B> range
-            out.append(r"(\d+)")
+            out.append(r"([0-9]+)")
         else:
             out.append(re.escape(ch))
         i += 1
@@ -162,8 +174,8 @@ def _expand_range(item: str) -> list[str]:
     return found
 
 
-def _expand_item(item: str) -> list[tuple[str, bool]]:
-    """One spec item -> [(path or hub name, is_local)]."""
+def expand_item(item: str) -> list[tuple[str, bool]]:
+    """One spec item of checkpoint folders -> [(path or hub name, is_local)]."""
     if not item:
         raise UserError("empty item in --ckpts: write paths separated by single commas")
     if _RANGE.search(item):
@@ -178,7 +190,9 @@ def _expand_item(item: str) -> list[tuple[str, bool]]:
         return [(p, True) for p in found]
     if os.path.exists(path):
         if not os.path.isdir(path):
-            raise UserError(f"checkpoint {item!r} is a file: pass the model directory that holds config.json")
+            raise UserError(
+                f"checkpoint {item!r} is a file: pass the model directory that holds config.json, or a .gguf file"
+            )
         return [(path, True)]
     first = item.split("/")[0]
     if _HUB_NAME.match(item) and not os.path.isdir(first):
@@ -303,56 +317,25 @@ def _read_training(path: Path) -> dict | None:
 def load_checkpoint(path: str) -> Checkpoint:
     """A local directory -> Checkpoint (UserError when it is not a loadable model)."""
     p = Path(path)
+    step = step_of(path)
+    norm = os.path.normpath(path)
     return Checkpoint(
-        path=os.path.normpath(path),
-        step=step_of(path),
+        path=norm,
+        step=step,
         fingerprint=fingerprint(p),
         training=_read_training(p),
         local=True,
+        # the model itself: a training run's folder for its ckpt-N, else the folder
+        model=(os.path.dirname(norm) or ".") if step is not None else norm,
     )
 
 
 def select_checkpoints(spec: str, last: int | None = None) -> list[Checkpoint]:
-    """Resolve --ckpts/--last to checkpoints sorted by step. UserError on any bad input."""
-    if not spec or not spec.strip():
-        raise UserError("empty --ckpts: pass a checkpoint path, glob, <A..B> range or hub name")
-    if last is not None and last < 1:
-        raise UserError(f"--last {last}: pass a positive number of checkpoints")
-    found: dict[str, tuple[str, bool]] = {}  # dedupe by real path (or hub name)
-    for item in _split_spec(spec):
-        for path, local in _expand_item(item):
-            key = os.path.realpath(path) if local else "hub:" + path
-            found.setdefault(key, (path, local))
-    ckpts = []
-    skipped = []
-    for path, local in found.values():
-        if local and (why := incomplete_reason(path)) is not None:
-            # A training run stopped while writing it: evaluating it would abort or mislead.
-            print(
-                f"warning: skipping incomplete checkpoint {os.path.normpath(path)} ({why}): "
-                "re-run its training command to rewrite it, or delete it",
-                file=sys.stderr,
-            )
-            skipped.append(path)
-        elif local:
-            ckpts.append(load_checkpoint(path))
-        else:
-            ckpts.append(
-                Checkpoint(path=path, step=None, fingerprint=hub_fingerprint(path), training=None, local=False)
-            )
-    if not ckpts:
-        raise UserError(
-            f"every checkpoint matching {spec!r} is incomplete ({len(skipped)} skipped): "
-            "re-run the training command to rewrite them, or pass other checkpoints"
-        )
-    ckpts.sort(key=lambda c: (c.step is not None, c.step if c.step is not None else 0, c.path))
-    if last is not None:
-        if last > len(ckpts):
-            raise UserError(
-                f"--last {last} but only {len(ckpts)} checkpoint(s) match {spec!r}: lower --last or widen --ckpts"
-            )
-        ckpts = ckpts[-last:]
-    return ckpts
+    """Resolve --ckpts/--last to checkpoints sorted by step (every kind of model source:
+    harness.sources.select_sources). UserError on any bad input."""
+    from harness.sources import select_sources
+
+    return [s.checkpoint for s in select_sources(spec, last)]
 
 
 def tokenizer_fingerprint(path: str | Path) -> str | None:
@@ -396,7 +379,9 @@ def run_name_default(ckpts: list[Checkpoint]) -> str:
     """
     names: list[str] = []
     for c in ckpts:
-        if not c.local:
+        if c.label is not None:
+            name = c.label
+        elif not c.local:
             name = c.path.split("@")[0].rstrip("/").split("/")[-1]
         elif c.step is not None:
             name = Path(os.path.abspath(c.path)).parent.name

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import re
 import sys
@@ -18,6 +19,7 @@ from typing import NoReturn
 
 from harness import __version__
 from harness.errors import UserError
+from harness.validate import install as install_validators
 
 # Listed order in --help; modules found but not listed come after, alphabetically.
 _ORDER = ["generate", "eval", "report", "train", "leaderboard", "diagnose", "demo"]
@@ -33,7 +35,12 @@ def _command_modules():
 
 class _Parser(argparse.ArgumentParser):
     """Argparse's own errors (unknown flag, missing value, bad type) as one line `error: ...`, exit 2,
-    like every UserError: no usage block (the fix names `--help`)."""
+    like every UserError: no usage block (the fix names `--help`). Every int and float flag goes
+    through harness.validate's checks (ASCII digits, finite, bounded)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        install_validators(self)
 
     def error(self, message: str) -> NoReturn:
         message = " ".join(message.split())  # argparse may wrap; the contract is one line
@@ -58,7 +65,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _end_progress_line() -> None:
+    """On a terminal, erase a progress bar left on the current line, so the error is the one line."""
+    try:
+        if sys.stderr.isatty():
+            sys.stderr.write("\r\x1b[K")
+    except (OSError, ValueError):
+        pass
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, MemoryError) or "can't allocate memory" in text or "out of memory" in text
+
+
+def _stdout_closed() -> int:
+    """`harness report ... | head`: the reader went away. Nothing more can be shown; end quietly
+    (no BrokenPipeError traceback now or when Python flushes stdout at exit), as `SIGPIPE` would."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a file descriptor (captured): nothing will be flushed to a pipe
+    return 141  # 128 + SIGPIPE, what the shell reports for a command the pipe ended
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # also `harness --help | head -1`
+        return _stdout_closed()
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # a bad flag: one line `error: ...`, SystemExit(2) (see _Parser)
     if not getattr(args, "_run", None):
@@ -67,9 +106,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _end_progress_line()
+        print(f"error: {' '.join(str(exc).splitlines()) or type(exc).__name__}", file=sys.stderr)
+        return 2
+    except (MemoryError, RuntimeError) as exc:
+        # Sizes are bounded per flag (harness.validate), but a large-and-valid one can still not fit
+        # this machine (Python's MemoryError, torch's "can't allocate memory" / "out of memory"):
+        # one line, like any other input problem (finished records stay stored). Other
+        # RuntimeErrors are bugs: their traceback is kept.
+        if not _out_of_memory(exc):
+            raise
+        _end_progress_line()
+        print(
+            f"error: {args.command} ran out of memory: lower the sizes (--window, --seq-len, --batch-size, "
+            "--samples, lengths) or use a machine with more memory; finished results are kept",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
+        _end_progress_line()
         print("interrupted: finished results are kept; re-run the same command to resume", file=sys.stderr)
         return 130
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError, require_at_least
+from harness.errors import UserError, require_at_least, require_at_most
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = REPO_ROOT / "assets" / "demo-base"
@@ -118,6 +118,17 @@ def validate(cfg: DemoConfig) -> tuple[list[int], list[str]]:
     )
     if not 0 <= cfg.long_share <= 1:
         raise UserError(f"--long-share {cfg.long_share:g} is outside [0, 1]: pass a share of documents, e.g. 0.35")
+    from harness.validate import MAX_COUNT, MAX_TOKENS
+
+    require_at_most(
+        (
+            ("--window", cfg.window, MAX_TOKENS),
+            ("--samples", cfg.samples, MAX_COUNT),
+            ("--corpus-docs", cfg.corpus_docs, MAX_COUNT),
+            ("--batch-size", cfg.batch_size, MAX_COUNT),
+            ("--eval-batch-size", cfg.eval_batch_size, MAX_COUNT),
+        )
+    )
     saves = cfg.steps // cfg.save_every
     if saves < cfg.keep_last:
         raise UserError(
@@ -148,22 +159,25 @@ def validate(cfg: DemoConfig) -> tuple[list[int], list[str]]:
             raise UserError(
                 f"--data {missing[0]} does not exist: pass jsonl/parquet files, or leave --data out to generate the demo corpus"
             )
-    out = Path(cfg.out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file: pass a directory (it is created if missing)")
+        from harness.paths import file_kind
+
+        for p in (Path(p.strip()) for p in cfg.data.split(",") if p.strip()):
+            kind = file_kind(p.stat().st_mode) if p.exists() else None
+            if kind and kind != "a directory":  # a FIFO would hang the training run half way
+                raise UserError(f"--data {p} is {kind}: pass jsonl/parquet files or a folder of them")
+    from harness.paths import check_out
+
+    out = check_out(cfg.out)
+    _check_stage_args(cfg, tasks, out)
     return lengths, tasks
 
 
 def _model_file_source(model: str):
-    """The model source of a GGUF file or a packaged model name (harness.sources, where this
-    checkout has it), else None: folders and hub names are used as they are."""
-    import importlib
+    """The model source of a GGUF file or a packaged model name (harness.sources), else None:
+    folders and hub names are used as they are."""
+    from harness.sources import model_file_source
 
-    try:
-        sources = importlib.import_module("harness.sources")
-    except ImportError:
-        return None
-    return sources.model_file_source(model)
+    return model_file_source(model)
 
 
 def converted_folder(model: str, out: Path) -> Path:
@@ -203,6 +217,40 @@ def _check_model(model: str) -> None:
                 "`git checkout -- assets/demo-base` or rebuild it with scripts/pretrain_demo_base.sh)"
             ) from None
         raise
+
+
+def _parsed(argv: list[str], flag: str) -> argparse.Namespace:
+    """argv parsed by the harness parser; its error (printed by argparse) as a UserError naming flag."""
+    import contextlib
+    import io
+
+    from harness.cli import build_parser
+
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            return build_parser().parse_args(argv)
+    except SystemExit:
+        message = err.getvalue().strip().removeprefix("error: ")
+        raise UserError(f"{flag}: {message}") from None
+
+
+def _check_stage_args(cfg: DemoConfig, tasks: list[str], out: Path) -> None:
+    """Every train and eval command the demo will run, parsed and checked now: a bad --train-arg or
+    --eval-arg fails before anything is trained (a rejected command changes nothing)."""
+    from harness.commands.eval import check_args
+    from harness.commands.train import job_from_args
+
+    data = cfg.data or str(out / "data" / "corpus.jsonl")
+    for mode in cfg.modes:
+        job_from_args(_parsed(_train_argv(cfg, mode, data, out / "runs" / mode), "--train-arg"))
+        check_args(
+            _parsed(
+                _eval_argv(cfg, tasks, f"{out}/runs/{mode}/ckpt-*", mode, out / "results" / mode, 1, 1), "--eval-arg"
+            )
+        )
+    if cfg.base:
+        check_args(_parsed(_eval_argv(cfg, tasks, cfg.model, "base", out / "results" / "base", 1, None), "--eval-arg"))
 
 
 def _suite_names() -> set[str]:
@@ -674,7 +722,6 @@ def rope_caveat(cfg: DemoConfig, runs: list[dict]) -> str | None:
 def run_demo(cfg: DemoConfig) -> dict:
     """Train, evaluate, diagnose and render; returns {"runs": {mode: run_dir}, "results": {name: dir},
     "leaderboard": path, "rope": [diagnostic runs]}."""
-    import json
 
     t0 = time.monotonic()
     lengths, tasks = validate(cfg)
@@ -775,7 +822,9 @@ def run_demo(cfg: DemoConfig) -> dict:
         argv += ["--rope-diagnostic", str(diag_dir / "rope_diagnostic.json")]
     _cli(argv)
 
-    loaded = {name: json.loads((p / "results.json").read_text(encoding="utf-8")) for name, p in results.items()}
+    from harness.aggregate import load_results  # the one schema, as every results.json reader
+
+    loaded = {name: load_results(p / "results.json") for name, p in results.items()}
     print()
     print(
         f"suite average over {len(tasks)} tasks ({', '.join(tasks)}), x100, mean over checkpoints, "

@@ -22,7 +22,6 @@ Order of work, so every user mistake surfaces before any model is loaded:
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,12 +34,8 @@ from harness.runners.base import RunnerSettings
 from tasks.lengths import format_length
 
 DEFAULT_SAMPLES = 500  # RULER's num_samples: the default per length-controlled task and length
-DATA_ENV = {
-    "essays": "HARNESS_ESSAYS",
-    "squad": "HARNESS_SQUAD",
-    "hotpotqa": "HARNESS_HOTPOTQA",
-    "longbench": "HARNESS_LONGBENCH",
-}
+# Task families whose prompts are middle-truncated to the budget (provenance "truncation", "max_length")
+MIDDLE_TRUNCATION_FAMILIES = {"longbench", "longbench-v2", "longbench-v2-cot"}
 
 
 @dataclass
@@ -111,6 +106,8 @@ class Plan:
     truncation_budget: int | None = None  # the length LongBench-style tasks run at (prompt + generation)
     unavailable_lengths: dict[str, dict[str, str]] = field(default_factory=dict)  # task -> {length: reason}
     extra_provenance: dict = field(default_factory=dict)  # reasoning controls, endpoint, chat template
+    sources: list = field(default_factory=list)  # the model sources (harness/sources/), one per checkpoint
+    record_settings: dict[str, dict] = field(default_factory=dict)  # checkpoint fingerprint -> record settings
 
 
 def _task_lengths(task, lengths: list[int], truncation_budget: int) -> list[int]:
@@ -119,7 +116,7 @@ def _task_lengths(task, lengths: list[int], truncation_budget: int) -> list[int]
     (pred.py's rule: context minus the task's tokens to generate). Loglikelihood suites: 0."""
     if task.length_controlled:
         return lengths
-    return [truncation_budget] if task.kind == "generate" else [0]
+    return [truncation_budget] if task.kind == "generate" and not task.no_context else [0]
 
 
 def _num_samples(task, length: int, samples: int | None, tokenizer) -> int:
@@ -141,76 +138,11 @@ def _num_samples(task, length: int, samples: int | None, tokenizer) -> int:
 # --------------------------------------------------------------------------------------------
 # 1. plan
 # --------------------------------------------------------------------------------------------
-def set_data_sources(essays: str | None, squad: str | None, hotpotqa: str | None, longbench: str | None = None) -> None:
-    """--essays/--squad/--hotpotqa/--longbench reach the task data loaders through these env vars."""
-    for key, value in (("essays", essays), ("squad", squad), ("hotpotqa", hotpotqa), ("longbench", longbench)):
-        if value:
-            os.environ[DATA_ENV[key]] = str(Path(value).expanduser())
-
-
 def _chat_prompt(tokenizer, sample, system_prompt: str | None = None) -> str:
     """The task input as the user turn, the answer prefix after the assistant header."""
     from harness.reasoning import chat_prompt
 
     return chat_prompt(tokenizer, sample, system_prompt)
-
-
-def _served_endpoint(cfg: EvalConfig) -> tuple[int, dict]:
-    """(context to run with, endpoint provenance) of --backend openai, asked from /v1/models."""
-    from harness.runners.endpoint import Endpoint, api_key_from_env
-
-    if not cfg.model:
-        raise UserError("--backend openai needs --model NAME (the name the server serves the model under)")
-    if not cfg.base_url:
-        raise UserError("--backend openai needs --base-url URL (e.g. http://127.0.0.1:8000/v1)")
-    if cfg.ckpts:
-        raise UserError("--backend openai evaluates --model at --base-url: drop --ckpts")
-    ep = Endpoint(cfg.base_url, api_key_from_env(cfg.api_key_env), timeout=cfg.request_timeout, retries=cfg.retries)
-    info = ep.describe(cfg.model)
-    served = info["max_model_len"]
-    if cfg.max_model_len and served and cfg.max_model_len > served:
-        raise UserError(
-            f"--max-model-len {cfg.max_model_len} is beyond the served context of {cfg.model!r} ({served} tokens): "
-            "restart the server with a longer --max-model-len, or lower the flag"
-        )
-    ctx = cfg.max_model_len or served
-    if not ctx:
-        raise UserError(f"{ep.base}/models does not report the context of {cfg.model!r}: pass --max-model-len N")
-    return int(ctx), {"base_url": ep.base, "model": info["id"], "root": info["root"], "served_max_model_len": served}
-
-
-def _drop_if_no_prompt_logprobs(cfg: EvalConfig, tokenizer, tasks: list, unavailable: dict) -> list:
-    """A served model without prompt log-probs: its loglikelihood/perplexity tasks are unavailable
-    (listed with the reason, never scored), the others run."""
-    from harness.runners.common import prompt_ids
-    from harness.runners.endpoint import Endpoint, api_key_from_env
-    from harness.runners.openai import prompt_logprobs_missing
-
-    ep = Endpoint(
-        cfg.base_url or "", api_key_from_env(cfg.api_key_env), timeout=cfg.request_timeout, retries=cfg.retries
-    )
-    reason = prompt_logprobs_missing(ep, cfg.model or "", prompt_ids(tokenizer, "The sky is blue."))
-    if reason is None:
-        return tasks
-    for t in tasks:
-        if t.kind != "generate":
-            unavailable[t.name] = reason
-    kept = [t for t in tasks if t.kind == "generate"]
-    if not kept:
-        raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
-    return kept
-
-
-def _served_checkpoint(model: str, endpoint: dict, tokenizer_fp: str):
-    """The served model as the Checkpoint records are keyed by. The identity hashes the endpoint's
-    model id, the model root the server reports and the local tokenizer (not the URL), so resume
-    works across server restarts and moves, and two served models (or tokenizers) never share records."""
-    import hashlib
-
-    from harness.checkpoints import Checkpoint
-
-    ident = hashlib.sha256(f"{endpoint['model']}\0{endpoint['root']}\0{tokenizer_fp}".encode()).hexdigest()[:16]
-    return Checkpoint(path=model, step=None, fingerprint=f"openai:{ident}", training=None, local=False)
 
 
 def _resolve_tasks(cfg: EvalConfig):
@@ -273,7 +205,12 @@ def _check_lengths(cfg: EvalConfig, lengths: list[int], tasks: list, min_ctx: in
         )
     truncation_budget = cfg.max_length or min_ctx
     for task in tasks:
-        if not task.length_controlled and task.kind == "generate" and task.max_new_tokens >= truncation_budget:
+        if (
+            not task.length_controlled
+            and task.kind == "generate"
+            and not task.no_context
+            and task.max_new_tokens >= truncation_budget
+        ):
             # the prompt cap (budget - max_new_tokens) would be <= 0, which middle_truncate reads as "no truncation"
             raise UserError(
                 f"--max-length {truncation_budget} leaves no prompt for {task.name}, which generates up to "
@@ -296,8 +233,7 @@ def _plan_samples(
     """Build (or read from the cache) every sample and check that each fits the tightest context."""
     import dataclasses
 
-    from tqdm import tqdm
-
+    from harness.progress import progress_bar
     from harness.reasoning import apply_options
     from harness.runners.common import prompt_ids
     from tasks.generate import generate_samples
@@ -310,7 +246,7 @@ def _plan_samples(
     cache: Path | Literal[False] | None = (
         False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
     )
-    bar = tqdm(total=len(tasks) * len(lengths), desc="samples", unit="set", disable=not cfg.progress, file=sys.stderr)
+    bar = progress_bar(total=len(tasks) * len(lengths), desc="samples", unit="set", enabled=cfg.progress)
     for task in tasks:
         plan.dataset_hashes[task.name] = task.dataset_hash()
         for L in _task_lengths(task, lengths, truncation_budget):
@@ -326,8 +262,9 @@ def _plan_samples(
                 plan.runner_work.append(RunnerWork(task, L, indices))
                 bar.update(1)
                 continue
-            fit = L - chat_tokens if task.length_controlled and chat_tokens else L
-            if fit < 1:
+            fits_chat = task.length_controlled or (task.fit_chat_template and L > 0)
+            fit = L - chat_tokens if fits_chat and chat_tokens else L
+            if fit < 1 and L > 0:  # (L 0: a prompt without context, not fitted)
                 raise UserError(
                     f"length {format_length(L)} leaves no room after the chat template's {chat_tokens} tokens: {fix}"
                 )
@@ -358,68 +295,68 @@ def _build_jobs(
     ckpts: list,
     samples: SamplePlan,
     done: set[tuple],
-    settings: RunnerSettings,
+    settings: dict[str, RunnerSettings],
+    record_settings: dict[str, dict],
     record_base: dict,
-    contexts: dict[str, int],
     store_path: str,
 ) -> list[CheckpointJob]:
-    """One job per checkpoint with work left: the samples whose store key is not in `done`."""
+    """One job per checkpoint with work left: the samples whose store key (under that checkpoint's
+    record settings) is not in `done`."""
     jobs = []
     for c in ckpts:
+        rs = record_settings[c.fingerprint]
         items = [
             WorkItem(t, s, p, n)
             for t, L, s, p, n in samples.gen_items
-            if _record_key(c, t, L, s.index, cfg.seed) not in done
+            if _record_key(c, t, L, s.index, cfg.seed, rs) not in done
         ]
         rw = []
         for w in samples.runner_work:
-            todo = [i for i in w.indices if _record_key(c, w.task, w.length, i, cfg.seed) not in done]
+            todo = [i for i in w.indices if _record_key(c, w.task, w.length, i, cfg.seed, rs) not in done]
             if todo:
                 rw.append(RunnerWork(w.task, w.length, todo))
         if items or rw:
-            base = {
-                **record_base,
-                "settings": {**record_base["settings"], "max_model_len": contexts[c.fingerprint]},
-            }
+            base = {**record_base, "settings": rs}
             jobs.append(
-                CheckpointJob(c, items, rw, settings, base, store_path, cfg.seed, cfg.progress, cfg.strip_thinking)
+                CheckpointJob(
+                    c, items, rw, settings[c.fingerprint], base, store_path, cfg.seed, cfg.progress, cfg.strip_thinking
+                )
             )
     return jobs
 
 
 def plan_eval(cfg: EvalConfig) -> Plan:
-    """Everything up to the first model load; raises UserError on any bad input."""
-    import dataclasses
-
-    from harness.checkpoints import check_same_tokenizer, run_name_default, select_checkpoints
-    from harness.reasoning import chat_template_hash, options_tag
-    from harness.runners.common import check_tokenizer_present, check_weights, context_length, read_config
+    """Everything up to the first model load; raises UserError on any bad input. The model sources
+    (harness/sources/: folders, GGUF files, served endpoints) answer everything that depends on the
+    kind of model, so planning is the same for every kind."""
+    from harness.checkpoints import run_name_default
+    from harness.paths import check_out, check_output_file, check_run_name, results_dir
+    from harness.reasoning import chat_template_hash
+    from harness.runners.common import threads_from_env
+    from harness.sources import check_same_tokenizer, resolve_sources
     from harness.store import ResultStore
     from tasks.lengths import parse_lengths
-    from tasks.tokenization import load_tokenizer, tokenizer_fingerprint
+    from tasks.tokenization import tokenizer_fingerprint
 
     _check_numbers(cfg)
+    threads_from_env()  # a HARNESS_THREADS the workers could not use: an error now, before any work
     lengths = parse_lengths(cfg.lengths)
-    options, served = _check_options(cfg)
-    if served:
-        served_ctx, endpoint_prov = _served_endpoint(cfg)  # unreachable / unknown model: before anything else
-        assert cfg.model is not None  # _served_endpoint raised UserError without --model
-        tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
-        tok_fp = tokenizer_fingerprint(tokenizer)
-        ckpts = [_served_checkpoint(cfg.model, endpoint_prov, tok_fp)]
-    else:
-        ckpts = select_checkpoints(cfg.ckpts, cfg.last)
-        check_same_tokenizer(ckpts)
-        for c in ckpts:
-            check_tokenizer_present(c.path)
-            read_config(c.path)  # a garbage config.json is named as such, not as a tokenizer problem
-            check_weights(c.path)  # damaged weights: an error now, not after other checkpoints ran
-    tag = options_tag(options)
-    if tag:  # non-default reasoning controls: records of this run get keys of their own
-        ckpts = [dataclasses.replace(c, fingerprint=c.fingerprint + tag) for c in ckpts]
+    options = _check_options(cfg)
+    sources = resolve_sources(cfg)  # each kind checks its own flags; a served model is asked for here
+    check_same_tokenizer(sources)
+    for src in sources:
+        src.check(cfg.backend)  # damaged or inconsistent models: an error now, before any work
+    ckpts = [src.checkpoint for src in sources]
     label, full, tasks, unavailable = _resolve_tasks(cfg)
-    if served and any(t.kind != "generate" for t in tasks):
-        tasks = _drop_if_no_prompt_logprobs(cfg, tokenizer, tasks, unavailable)
+    # Torch-free where exact (a run with nothing left to compute never imports transformers); a
+    # chat template needs the transformers tokenizer
+    tokenizer = sources[0].load_tokenizer(light=not cfg.chat_template)
+    tok_fp = tokenizer_fingerprint(tokenizer)
+    for src in sources:
+        tasks = src.filter_tasks(tasks, unavailable, tokenizer)
+    if not tasks:
+        raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
+    judges = [t.judge_settings() for t in tasks if hasattr(t, "judge_settings")]
     generated = [x.name for x in tasks if x.kind == "generate"]
     for t in options.max_new_tokens:
         if t != "*" and t not in generated:
@@ -427,27 +364,24 @@ def plan_eval(cfg: EvalConfig) -> Plan:
                 f"--max-new-tokens names {t!r}, which is not a generation task of this run: "
                 f"choose from {', '.join(generated) or 'none'}"
             )
-    name = cfg.name or run_name_default(ckpts)
-    out = Path(cfg.out) if cfg.out else Path("results") / name
+    # Outputs stay where the user put them (harness.paths): a plain run name, results/<name> by
+    # default, and results.json a file we may replace, checked before anything is computed.
+    name = check_run_name(cfg.name) if cfg.name is not None else run_name_default(ckpts)
+    out = check_out(cfg.out) if cfg.out is not None else results_dir(name)
+    check_output_file(out / "results.json")
 
-    if served:
-        contexts = {ckpts[0].fingerprint: served_ctx}
-        fix = "drop that length from --lengths, or serve the model with a longer --max-model-len"
-    else:
-        tokenizer = load_tokenizer(
-            ckpts[0].path, fix="re-save the tokenizer beside the model (tokenizer.save_pretrained)"
-        )
-        tok_fp = tokenizer_fingerprint(tokenizer)
-        contexts = {c.fingerprint: context_length(c.path, cfg.max_model_len) for c in ckpts}
-        fix = _FIX
+    contexts = {src.checkpoint.fingerprint: src.context_length(cfg.max_model_len) for src in sources}
     min_ctx = min(contexts.values())
-    tightest = next(c for c in ckpts if contexts[c.fingerprint] == min_ctx)
-    truncation_budget = _check_lengths(cfg, lengths, tasks, min_ctx, tightest, fix)
+    tightest = next(s for s in sources if contexts[s.checkpoint.fingerprint] == min_ctx)
+    fix = tightest.context_fix
+    truncation_budget = _check_lengths(cfg, lengths, tasks, min_ctx, tightest.checkpoint, fix)
     # Opened after the cheap checks above (a rejected command leaves --out untouched), before any
     # work: a foreign or corrupt store is a StoreError here.
     store = ResultStore(out / "samples.jsonl")
     done = store.done_keys()
-    samples = _plan_samples(cfg, tasks, lengths, truncation_budget, tokenizer, min_ctx, tightest, options, fix)
+    samples = _plan_samples(
+        cfg, tasks, lengths, truncation_budget, tokenizer, min_ctx, tightest.checkpoint, options, fix
+    )
     # A task unavailable at every one of its lengths is unavailable (listed with the reason at its
     # shortest length); one unavailable at some lengths runs at the others and says why not there.
     unavailable_lengths = samples.unavailable_lengths
@@ -460,40 +394,40 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     if not tasks:
         raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
 
-    settings = RunnerSettings(
-        backend=cfg.backend,
-        dtype=cfg.dtype,
-        # a served model: each stored batch holds at least one request per connection
-        batch_size=max(cfg.batch_size, cfg.concurrency) if served else cfg.batch_size,
-        max_model_len=min_ctx if served else cfg.max_model_len,
-        rope_theta=cfg.rope_theta,
-        rope_scaling=cfg.rope_scaling,
-        tensor_parallel_size=cfg.tensor_parallel_size,
-        chat_template=cfg.chat_template,
-        extra={"device_map": cfg.device_map} if cfg.device_map else {},
-        endpoint=_endpoint_settings(cfg) if served else None,
-        tokenizer=(cfg.tokenizer or cfg.model) if served else None,
-        system_prompt=cfg.system_prompt,
-    )
-    record_settings = {
-        "backend": cfg.backend,
-        "dtype": cfg.dtype,
-        "batch_size": cfg.batch_size,
-        "max_model_len": None,
-        "rope_theta": cfg.rope_theta,
-        "rope_scaling": cfg.rope_scaling,
-        "template": "chat" if cfg.chat_template else "none",
-        "truncation": "none",
-        "tokenizer": tok_fp,
+    chat_hash = chat_template_hash(tokenizer) if cfg.chat_template else None
+    runner_settings: dict[str, RunnerSettings] = {}
+    record_settings: dict[str, dict] = {}
+    for src in sources:
+        fp = src.checkpoint.fingerprint
+        fields: dict = {
+            "backend": cfg.backend,
+            "dtype": cfg.dtype,
+            "batch_size": cfg.batch_size,
+            "max_model_len": cfg.max_model_len,
+            "rope_theta": cfg.rope_theta,
+            "rope_scaling": cfg.rope_scaling,
+            "tensor_parallel_size": cfg.tensor_parallel_size,
+            "chat_template": cfg.chat_template,
+            "extra": {"device_map": cfg.device_map} if cfg.device_map else {},
+            "system_prompt": cfg.system_prompt,
+        }
+        fields.update(src.runner_settings(cfg, contexts[fp]))
+        runner_settings[fp] = RunnerSettings(**fields)
+        record_settings[fp] = _record_settings(cfg, options, tok_fp, chat_hash, contexts[fp], src.record_settings(cfg))
+    record_base = {"run": name, "suite": label, "seed": cfg.seed}
+    jobs = _build_jobs(cfg, ckpts, samples, done, runner_settings, record_settings, record_base, str(store.path))
+    planned = {
+        _record_key(c, t, L, i, cfg.seed, record_settings[c.fingerprint])
+        for t, L, indices in samples.groups
+        for c in ckpts
+        for i in indices
     }
-    if options.non_default():  # only then: records of default runs stay as they were
-        record_settings["options"] = options.non_default()
-    if served:
-        record_settings["endpoint"] = {"model": endpoint_prov["model"], "root": endpoint_prov["root"]}
-    record_base = {"run": name, "suite": label, "seed": cfg.seed, "settings": record_settings}
-    jobs = _build_jobs(cfg, ckpts, samples, done, settings, record_base, contexts, str(store.path))
-    planned = {_record_key(c, t, L, i, cfg.seed) for t, L, indices in samples.groups for c in ckpts for i in indices}
     plan_lengths = sorted({L for t in tasks for L in _task_lengths(t, lengths, truncation_budget)})
+    extra: dict = {**options.provenance(), "chat_template": chat_hash}
+    for src in sources:
+        extra.update(src.provenance())
+    if judges:  # one judge per run (the flags): each judged record also names it in settings["judge"]
+        extra["judge"] = judges[0]
     return Plan(
         cfg,
         ckpts,
@@ -512,72 +446,53 @@ def plan_eval(cfg: EvalConfig) -> Plan:
         plan_lengths,
         truncation_budget,
         unavailable_lengths,
-        {
-            **options.provenance(),
-            "chat_template": chat_template_hash(tokenizer) if cfg.chat_template else None,
-            **({"endpoint": endpoint_prov} if served else {}),
-        },
+        extra,
+        sources,
+        record_settings,
     )
 
 
+def _record_settings(cfg: EvalConfig, options, tok_fp: str, chat_hash: str | None, context: int, own: dict) -> dict:
+    """The settings every record of one checkpoint carries. Every field is part of the record's
+    identity (harness/identity.py) unless listed there as neutral; a None field is left out of it,
+    so a field added here with a None default keeps the identity of records written before it."""
+    settings = {
+        "backend": cfg.backend,
+        "dtype": cfg.dtype,
+        "batch_size": cfg.batch_size,
+        "max_model_len": context,
+        "rope_theta": cfg.rope_theta,
+        "rope_scaling": cfg.rope_scaling,
+        "template": "chat" if cfg.chat_template else "none",
+        "truncation": "none",
+        "tokenizer": tok_fp,
+        "chat_template": chat_hash,
+        # vLLM's tensor parallelism reduces in another order; 1 (the default) is left out
+        "tensor_parallel_size": cfg.tensor_parallel_size if cfg.tensor_parallel_size != 1 else None,
+    }
+    if options.non_default():  # only then: records of default runs stay as they were
+        settings["options"] = options.non_default()
+    settings.update(own)  # the model source's own fields (a served model: its endpoint)
+    return settings
+
+
 def _check_options(cfg: EvalConfig):
-    """(reasoning Options, whether the backend is a served model); UserError on bad combinations."""
+    """The reasoning Options; UserError on bad combinations (the model source checks its own flags)."""
     from harness.reasoning import Options, parse_max_new_tokens
-    from harness.runners.registry import backend_names, is_local
+    from harness.runners.registry import backend_names
 
     if cfg.backend not in backend_names():
         raise UserError(f"unknown backend {cfg.backend!r}: choose {', '.join(backend_names())}")
-    served = not is_local(cfg.backend)
-    if not served:
-        given = [
-            f for f, v in (("--model", cfg.model), ("--base-url", cfg.base_url), ("--tokenizer", cfg.tokenizer)) if v
-        ]
-        if given:
-            raise UserError(
-                f"{', '.join(given)} are for served models (--backend openai); "
-                "local checkpoints are given with --ckpts and use their own tokenizer"
-            )
-    elif cfg.data_parallel > 1 or cfg.ray_address:
-        raise UserError(
-            "--backend openai runs one served model: drop --data-parallel/--ray-address (use --concurrency)"
-        )
-    else:
-        server_side = [
-            flag
-            for flag, value in (
-                ("--dtype", cfg.dtype != "auto"),
-                ("--rope-theta", cfg.rope_theta is not None),
-                ("--rope-scaling", cfg.rope_scaling is not None),
-                ("--tensor-parallel-size", cfg.tensor_parallel_size != 1),
-            )
-            if value
-        ]
-        if server_side:
-            raise UserError(
-                f"{', '.join(server_side)} cannot change a served model: set it where the server is started "
-                "(e.g. vllm serve --dtype ...) and drop it here"
-            )
     if cfg.concurrency < 1 or cfg.retries < 0 or not cfg.request_timeout > 0:
         raise UserError("--concurrency and --request-timeout must be positive, --retries at least 0")
     if cfg.system_prompt is not None and not cfg.chat_template:
         raise UserError("--system-prompt needs --chat (a system turn exists only in a chat template)")
-    options = Options(
+    return Options(
         answer_prefix=not cfg.no_answer_prefix,
         max_new_tokens=parse_max_new_tokens(cfg.max_new_tokens),
         system_prompt=cfg.system_prompt,
         strip_thinking=cfg.strip_thinking,
     )
-    return options, served
-
-
-def _endpoint_settings(cfg: EvalConfig) -> dict:
-    return {
-        "base_url": cfg.base_url,
-        "api_key_env": cfg.api_key_env,
-        "concurrency": cfg.concurrency,
-        "timeout": cfg.request_timeout,
-        "retries": cfg.retries,
-    }
 
 
 def _chat_template_tokens(tokenizer, system_prompt: str | None) -> int:
@@ -596,7 +511,9 @@ def _chat_template_tokens(tokenizer, system_prompt: str | None) -> int:
 # --------------------------------------------------------------------------------------------
 def build_results(plan: Plan) -> dict:
     from harness.aggregate import DEFAULT_THRESHOLD, aggregate
+    from harness.identity import check_claims
     from harness.provenance import provenance
+    from harness.sources import run_model
     from harness.store import ResultStore, read_store
 
     cfg = plan.cfg
@@ -604,28 +521,25 @@ def build_results(plan: Plan) -> dict:
     records = [r for r in records if ResultStore.key(r) in plan.planned_keys]
     suites = _report_suites(plan)
     modes = {(c.training or {}).get("mode") for c in plan.ckpts}
-    parents = {str(Path(c.path).parent) for c in plan.ckpts}
     run = {
         "name": plan.name,
-        "model": parents.pop() if len(parents) == 1 else sorted(parents),
+        "model": run_model(plan.sources),
         "mode": modes.pop() if len(modes) == 1 else None,
         "checkpoints": [c.to_dict() for c in plan.ckpts],
     }
-    if "endpoint" in plan.extra_provenance:  # a served model: the model the server reports serving
-        run["model"] = plan.extra_provenance["endpoint"]["root"]
     ctxs = set(plan.contexts.values())
     families = {t.family for t in plan.tasks}
+    # What the records were computed with, as the plan keyed them (one value: every model source
+    # of a run shares these; a served model's batch size is the server's, null)
+    claimed = {
+        key: plan.record_settings[plan.ckpts[0].fingerprint].get(key)
+        for key in ("backend", "dtype", "batch_size", "rope_theta", "rope_scaling", "template", "tokenizer")
+    }
     prov = {
         **provenance(),
-        "backend": cfg.backend,
-        "dtype": cfg.dtype,
-        "batch_size": cfg.batch_size,
+        **claimed,
         "max_model_len": ctxs.pop() if len(ctxs) == 1 else sorted(ctxs),
-        "rope_theta": cfg.rope_theta,
-        "rope_scaling": cfg.rope_scaling,
-        "template": "chat" if cfg.chat_template else "none",
-        "truncation": "middle" if "longbench" in families else "none",
-        "tokenizer": plan.tokenizer_fp,
+        "truncation": "middle" if families & MIDDLE_TRUNCATION_FAMILIES else "none",
         "dataset_hashes": plan.dataset_hashes,
         "seed": cfg.seed,
         "lm_eval_version": _lm_eval_version() if "short" in families else None,
@@ -637,11 +551,12 @@ def build_results(plan: Plan) -> dict:
         "checkpoint_steps": [c.step for c in plan.ckpts],
         **plan.extra_provenance,
     }
-    if "longbench" in families:
+    if families & MIDDLE_TRUNCATION_FAMILIES:
         # LongBench's length: the whole budget of a sample (prompt + generation); each prompt is
         # middle-truncated to max_length minus the task's max new tokens (the prompt cap, which
         # LongBench pred.py's own max_length sets directly).
         prov["max_length"] = plan.truncation_budget
+    check_claims(records, prov)  # results.json never states a setting its records lack
     threshold = DEFAULT_THRESHOLD if cfg.threshold is None else cfg.threshold
     return aggregate(records, suites, run, prov, threshold=threshold)
 
@@ -680,7 +595,7 @@ def _report_suites(plan: Plan) -> dict:
     LongBench at its truncation budget, MMLU/HellaSwag at no length) is reported as one suite per
     family, so no average mixes RULER lengths with LongBench's budget."""
 
-    from tasks.suites import suite_categories
+    from tasks.suites import suite_categories, suite_weighting
 
     excluded = set(plan.cfg.exclude)
     by_family: dict[str, list[str]] = {}
@@ -705,7 +620,10 @@ def _report_suites(plan: Plan) -> dict:
                 )
             }
         )
-        cats = suite_categories(label) or (suite_categories("longbench") if label == "longbench" else {})
+        # a custom task list of one family reads that family's categories and weighting
+        fams = {_family(t) for t in names}
+        key = label if suite_categories(label) or suite_weighting(label) or len(fams) != 1 else fams.pop()
+        cats = suite_categories(key)
         entry: dict = {
             "tasks": list(names),
             "excluded": [t for t in names if t in excluded],
@@ -715,6 +633,8 @@ def _report_suites(plan: Plan) -> dict:
         cats = {c: [t for t in ts if t in names] for c, ts in cats.items() if any(t in names for t in ts)}
         if cats:
             entry["categories"] = cats
+        if suite_weighting(key):
+            entry["weighting"] = suite_weighting(key)
         # LongBench (one length: its truncation budget) and MMLU/HellaSwag (length 0) are not
         # length-controlled: the aggregate gives them no effective length.
         entry["length_controlled"] = any(_length_controlled(tasks_by_name.get(n), n, get_task) for n in names)

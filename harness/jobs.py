@@ -70,12 +70,27 @@ class CheckpointJob:
     def size(self) -> int:
         return len(self.items) + sum(len(w.indices) for w in self.runner_work)
 
+    @property
+    def settings_id(self) -> str:
+        """The identity of this job's record settings (part of every record key it writes)."""
+        from harness.identity import settings_id
 
-def sample_key(ckpt, task, length: int, index: int, seed: int) -> tuple:
-    """The store key of one sample of one checkpoint (harness.store.record_key of its record)."""
-    from harness.store import ResultStore
+        return settings_id(self.record_base["settings"])
 
-    return ResultStore.key(
+
+def task_settings(settings: dict, task) -> dict:
+    """The record settings of one task's records: the run's, plus what the task adds itself (a
+    judged task's judge, harness/judge.py), so a different judge is a different identity."""
+    judge = getattr(task, "judge_settings", None)
+    return {**settings, "judge": judge()} if judge is not None else settings
+
+
+def sample_key(ckpt, task, length: int, index: int, seed: int, settings: dict) -> tuple:
+    """The store key of one sample of one checkpoint under the run's record settings `settings`
+    (harness.identity.record_key of the record it will be, task_settings included)."""
+    from harness.identity import record_key
+
+    return record_key(
         {
             "checkpoint": {"fingerprint": ckpt.fingerprint},
             "task": task.name,
@@ -83,6 +98,7 @@ def sample_key(ckpt, task, length: int, index: int, seed: int) -> tuple:
             "length": length,
             "index": index,
             "seed": seed,
+            "settings": task_settings(settings, task),
         }
     )
 
@@ -98,10 +114,14 @@ def _record(
     dataset_hash: str,
     metadata: dict,
 ) -> dict:
+    from harness.identity import settings_id
+
     assert 0.0 <= score <= 1.0, f"{task.name} scored {score}, outside [0, 1]"
-    settings = job.record_base["settings"]
+    settings = planned = task_settings(job.record_base["settings"], task)
     if isinstance(metadata.get("truncation"), dict):  # LongBench: the one recorded exception to "never truncate"
-        settings = {**settings, "truncation": metadata["truncation"].get("rule", "middle")}
+        settings = {**planned, "truncation": metadata["truncation"].get("rule", "middle")}
+        # a field changed here must be prediction-neutral, or the record's key would not be the planned one
+        assert settings_id(settings) == settings_id(planned), "record settings changed after planning"
     return {
         "type": "sample",
         "run": job.record_base["run"],
@@ -212,12 +232,15 @@ def _pending(job: CheckpointJob, store) -> tuple[list[WorkItem], list[RunnerWork
     """The job's samples not in the store: another worker, a lost worker's earlier attempt or an
     earlier run may have finished some since planning."""
     done = store.done_keys()
+    settings = job.record_base["settings"]
     items = [
-        it for it in job.items if sample_key(job.ckpt, it.task, it.sample.length, it.sample.index, job.seed) not in done
+        it
+        for it in job.items
+        if sample_key(job.ckpt, it.task, it.sample.length, it.sample.index, job.seed, settings) not in done
     ]
     runner_work = []
     for w in job.runner_work:
-        todo = [i for i in w.indices if sample_key(job.ckpt, w.task, w.length, i, job.seed) not in done]
+        todo = [i for i in w.indices if sample_key(job.ckpt, w.task, w.length, i, job.seed, settings) not in done]
         if todo:
             runner_work.append(RunnerWork(w.task, w.length, todo))
     return items, runner_work
@@ -247,7 +270,7 @@ def _evaluate(
         unit="sample",
         position=position,
         leave=True,
-        disable=not job.progress,
+        disable=None if job.progress else True,  # on a terminal only (harness/progress.py says why)
         file=sys.stderr,
     )
     # Longest prompts first within each max_new_tokens group: an out-of-memory shows at once,
@@ -274,6 +297,10 @@ def _evaluate(
         raws = preds
         if job.strip_thinking:
             preds = [strip_thinking(p) for p in raws]
+        try:
+            preds, raws, firsts = _follow_ups(job, runner, part, preds, raws)
+        except EndpointError as exc:
+            raise EndpointError(f"{exc}; {_stored_line(store, added)}") from None
         records = [
             _record(
                 job,
@@ -288,9 +315,10 @@ def _evaluate(
                     **it.sample.metadata,
                     "references": list(it.sample.references),
                     **({"raw_prediction": raw} if raw != pred else {}),
+                    **({"first_output": firsts[k]} if k in firsts else {}),
                 },
             )
-            for it, pred, raw in zip(part, preds, raws)
+            for k, (it, pred, raw) in enumerate(zip(part, preds, raws))
         ]
         _timed(records, t_batch)
         added += store.append(records)
@@ -326,6 +354,33 @@ def _evaluate(
             report(len(w.indices))
     bar.close()
     return added
+
+
+def _follow_ups(job: CheckpointJob, runner, part: list[WorkItem], preds: list[str], raws: list[str]):
+    """Second generations of two-step tasks (Task.follow_up, e.g. LongBench v2's chain of thought):
+    (answers, raw answers, {position: first output}). One-step tasks keep their outputs."""
+    from harness.reasoning import chat_messages, chat_prompt, strip_thinking
+
+    second = {k: s for k, it in enumerate(part) if (s := it.task.follow_up(it.sample, preds[k])) is not None}
+    if not second:
+        return preds, raws, {}
+    chat = job.settings.chat_template
+    requests = [
+        GenerationRequest(
+            chat_prompt(runner.tokenizer, s, job.settings.system_prompt) if chat else s.prompt,
+            s.max_new_tokens,
+            tuple(s.metadata.get("stop", ())),
+            chat_messages(s, job.settings.system_prompt) if chat else None,
+        )
+        for s in second.values()
+    ]
+    outs = runner.generate(requests)
+    firsts = {k: raws[k] for k in second}
+    preds, raws = list(preds), list(raws)
+    for k, out in zip(second, outs):
+        raws[k] = out
+        preds[k] = strip_thinking(out) if job.strip_thinking else out
+    return preds, raws, firsts
 
 
 def _stored_line(store, added: int) -> str:

@@ -135,7 +135,8 @@ class ClusterProgress:
     def __init__(self, total: int, enabled: bool) -> None:
         from tqdm import tqdm
 
-        self.bar = tqdm(total=total, desc="samples", unit="sample", disable=not enabled, file=sys.stderr)
+        # on a terminal only (harness/progress.py says why)
+        self.bar = tqdm(total=total, desc="samples", unit="sample", disable=None if enabled else True, file=sys.stderr)
         self.done: dict[int, int] = {}
         self.started: dict[int, float] = {}
 

@@ -8,9 +8,9 @@
 Why: a forced answer prefix stops a reasoning model from thinking, RULER's 128-token budget cuts
 its thinking short, and scoring the thinking text lets needles the model merely repeated count
 as answers (RULER issue 99, HELMET issue 12). Each control is part of the run settings: a
-non-default one changes the identity every record of the run is keyed by (`options_tag`), so a
-changed setting never resumes into results computed without it, and all of them are shown in
-provenance and the table header.
+non-default one is recorded in every record's settings.options, which is part of the record's
+identity (harness/identity.py), so a changed setting never resumes into results computed without
+it, and all of them are shown in provenance and the table header.
 """
 
 from __future__ import annotations
@@ -61,17 +61,10 @@ class Options:
         return self.max_new_tokens.get(task, self.max_new_tokens.get("*", default))
 
 
-def options_tag(options: Options) -> str:
-    """ "" for the defaults, else "~" + 8 hex digits of the non-default controls: appended to the
-    checkpoint fingerprint of every record, so runs with different controls never share a key."""
-    nd = options.non_default()
-    if not nd:
-        return ""
-    return "~" + hashlib.sha256(json.dumps(nd, sort_keys=True).encode()).hexdigest()[:8]
-
-
 def parse_max_new_tokens(spec: str | None) -> dict[str, int]:
     """ "256" -> {"*": 256}; "qa_1=512,vt=64" -> per task; "512,qa_1=1024" -> both."""
+    from harness.validate import ascii_int
+
     if spec is None:
         return {}
     out: dict[str, int] = {}
@@ -81,7 +74,7 @@ def parse_max_new_tokens(spec: str | None) -> dict[str, int]:
         task, _, value = part.rpartition("=")
         task = task.strip() or "*"
         try:
-            n = int(value)
+            n = ascii_int(value)  # not '５１２'
         except ValueError:
             raise UserError(f"--max-new-tokens {spec!r}: {value!r} is not a whole number (write N or TASK=N)") from None
         if n < 1:

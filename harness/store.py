@@ -8,7 +8,8 @@
 
 Format (docs/contracts.md): line 1 is the header {"type": "header", "schema_version": 1, "created",
 "package_version", "git_hash"}; every later line is one {"type": "sample", ...} record. A record's
-key is (checkpoint fingerprint, task, task_version, length, index, seed); a key is stored once.
+key is (checkpoint fingerprint, task, task_version, length, index, seed, settings_id), the last
+computed from the record's settings (harness/identity.py); a key is stored once.
 
 Crash safety: a batch goes out in one write under an exclusive flock and is fsynced before the
 lock is released, so a killed writer can leave at most one torn (newline-less) last line. Readers
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import math
 import os
 import sys
 from collections.abc import Iterator
@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.identity import record_key as _identity_key
+from harness.paths import NotARegularFile, open_regular
 
 SCHEMA_VERSION = 1
 _HEADER_PREFIX = b'{"type": "header"'
@@ -41,18 +43,19 @@ class StoreError(UserError):
 
 
 def record_key(record: dict) -> tuple:
-    c = record["checkpoint"]
-    return (c["fingerprint"], record["task"], record["task_version"], record["length"], record["index"], record["seed"])
+    """A record's identity (harness.identity.record_key: the sample, and every setting that can
+    change its prediction)."""
+    return _identity_key(record)
 
 
 def _check_header(path: Path, line: bytes) -> dict:
+    from harness.store_schema import check_header
+
     try:
         header = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         header = None
-    if not (
-        isinstance(header, dict) and header.get("type") == "header" and isinstance(header.get("schema_version"), int)
-    ):
+    if not (isinstance(header, dict) and header.get("type") == "header" and check_header(header) is None):
         raise StoreError(
             f"{path} is not a harness results store (its first line is not a store header): pass another --out or move the file away"
         )
@@ -64,41 +67,34 @@ def _check_header(path: Path, line: bytes) -> dict:
     return header
 
 
-def _well_typed(rec: dict) -> bool:
-    """The fields every reader does arithmetic or lookups on have their types (an edited line
-    with "length": "4k" or "score": "high" is corrupt, not a crash in a report)."""
-    c = rec["checkpoint"]
-    score = rec.get("score")
-    return (
-        isinstance(c, dict)
-        and isinstance(c.get("fingerprint"), str)
-        and isinstance(c.get("path"), str)
-        and isinstance(rec["task"], str)
-        and all(isinstance(rec[k], int) and not isinstance(rec[k], bool) for k in ("length", "index", "seed"))
-        and isinstance(score, (int, float))
-        and not isinstance(score, bool)
-        and math.isfinite(score)
-    )
-
-
 def _parse_record(path: Path, line_no: int, line: bytes) -> dict | None:
-    """A record line -> dict (None for a line of another type). StoreError when corrupt."""
+    """A record line -> dict (None for a line of another type). StoreError when corrupt: not JSON,
+    not an object, or a "sample" line that does not follow the record schema (harness.store_schema:
+    an edited line with "length": "4k" or "score": 1.5 is corrupt, not a crash or a wrong average)."""
+    from harness.store_schema import check_record
+
     try:
         rec = json.loads(line)
-        if isinstance(rec, dict) and rec.get("type") == "sample":
-            record_key(rec)  # every key field must be present
-            if not _well_typed(rec):
-                raise TypeError
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, RecursionError):
+        problem: str | None = "not JSON"
+    else:
+        if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
+            problem = 'not an object with a "type"'
+        elif rec["type"] == "sample":
+            problem = check_record(rec)
+            if problem is None:
+                try:
+                    record_key(rec)  # whatever the key holds, its fields are there
+                except (KeyError, TypeError) as exc:
+                    problem = f"no key field {exc}"
+        else:
+            return None  # a line of another type: for other readers
+    if problem is not None:
         raise StoreError(
-            f"{path} line {line_no} is corrupt (not a store record): the file was edited or damaged; "
+            f"{path} line {line_no} is corrupt (not a store record: {problem}): the file was edited or damaged; "
             "fix or delete that line, or move the file away and re-run"
-        ) from None
-    if not isinstance(rec, dict) or "type" not in rec:
-        raise StoreError(
-            f"{path} line {line_no} is corrupt (not a store record): fix or delete that line, or move the file away"
         )
-    return rec if rec["type"] == "sample" else None
+    return rec
 
 
 def _split_complete(data: bytes) -> tuple[bytes, bytes]:
@@ -127,12 +123,16 @@ def read_store(path: str | Path) -> tuple[dict, list[dict]]:
     """(header, records) of an existing store, read-only (for reports). A torn last line is ignored."""
     path = Path(path)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_regular(path)  # a FIFO or device named as a store: an error, never a hang
         try:
             fcntl.flock(fd, fcntl.LOCK_SH)
             complete, tail = _split_complete(_read_from(fd, 0))
         finally:
             os.close(fd)
+    except NotARegularFile as exc:
+        raise StoreError(
+            f"{path} is {exc.kind}, not a results store: pass a samples.jsonl written by harness eval"
+        ) from None
     except OSError as exc:
         raise StoreError(f"cannot read results store {path}: {exc.strerror}") from None
     if not complete:
@@ -187,7 +187,9 @@ class ResultStore:
     @contextmanager
     def _locked(self, op: int):
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = open_regular(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        except NotARegularFile as exc:
+            raise StoreError(f"{self.path} is {exc.kind}, not a results store: pass another --out") from None
         except OSError as exc:
             raise StoreError(f"cannot open results store {self.path}: {exc.strerror}; pass another --out") from None
         try:
@@ -233,7 +235,7 @@ class ResultStore:
 
     @staticmethod
     def key(record: dict) -> tuple:
-        """(checkpoint fingerprint, task, task_version, length, index, seed)."""
+        """(checkpoint fingerprint, task, task_version, length, index, seed, settings_id)."""
         return record_key(record)
 
     def done_keys(self) -> set[tuple]:
@@ -243,7 +245,10 @@ class ResultStore:
         return set(self._keys)
 
     def append(self, records: list[dict]) -> int:
-        """Append the records whose keys are not stored yet (one write + fsync); returns how many."""
+        """Append the records whose keys are not stored yet (one write + fsync); returns how many.
+        A record that does not follow the schema is a bug upstream: ValueError, nothing written."""
+        from harness.store_schema import check_record
+
         lines = []
         batch: set[tuple] = set()
         for rec in records:
@@ -252,6 +257,9 @@ class ResultStore:
                 continue
             batch.add(k)
             body = {"type": "sample", **{f: v for f, v in rec.items() if f != "type"}}
+            problem = check_record(body)
+            if problem is not None:  # what a reader would refuse is never written
+                raise ValueError(f"record {k} does not follow the store schema: {problem}")
             lines.append((k, json.dumps(body, allow_nan=False) + "\n"))
         if not lines:
             return 0

@@ -125,6 +125,13 @@ def _suite_block(name: str, suite: dict, num_ckpts: int) -> list[str]:
         f"{name} · tasks {covered} · effective length {eff.get('label', MISSING)}"
         + (f" (threshold {threshold:g})" if threshold is not None else "")
     ]
+    rel = summary.get("effective_length_nolima") or {}
+    if name.startswith("nolima") and rel.get("base_score") is not None:  # NoLiMa's own rule beside RULER's
+        bases = ",".join(format_length(int(L)) for L in rel.get("base_lengths") or [])
+        out.append(
+            f"NoLiMa effective length {rel.get('label', MISSING)} (>= {rel.get('fraction', 0.85):g} x base score "
+            f"{rel['base_score']:.1f} at {bases})"
+        )
     if suite.get("excluded"):
         out.append("excluded: " + ", ".join(suite["excluded"]))
     for task, reason in (suite.get("unavailable") or {}).items():
@@ -133,7 +140,8 @@ def _suite_block(name: str, suite: dict, num_ckpts: int) -> list[str]:
         for L, reason in sorted(by_len.items(), key=lambda kv: int(kv[0])):
             out.append(f"unavailable: {task} at {format_length(int(L))} ({reason})")
     if summary.get("lengths_covered") is not None and summary.get("lengths_covered") != summary.get("lengths_total"):
-        out.append(f"lengths evaluated: {summary['lengths_covered']}/{summary['lengths_total']} (no Avg until all are)")
+        total_lengths = summary.get("lengths_total", MISSING)  # either may be absent from a hand-edited file
+        out.append(f"lengths evaluated: {summary['lengths_covered']}/{total_lengths} (no Avg until all are)")
 
     header = ["Task"] + [format_length(L) for L in lengths] + [label for _, label in _SUMMARY_COLUMNS]
     grid = out + _grid(header, _rows(suite, num_ckpts, format_cell, covered, coverage=True))

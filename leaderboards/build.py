@@ -353,10 +353,21 @@ def _suite_columns(name: str, suites: list[dict]) -> list[dict]:
                 )
         if len(tasks) > 1 and not multi:
             pass  # a two-task short suite reads better without an average nobody reports
+    if any((s["summary"].get("effective_length_nolima") or {}).get("base_score") is not None for s in suites) and (
+        name == "nolima" or name.startswith("nolima-")
+    ):
+        cols.append(
+            {
+                "key": "eff_nolima",
+                "label": "Eff. length",
+                "help": "NoLiMa's effective length: longest length whose score stays at or above 85% of the base "
+                "score (the mean at lengths up to 1K) at it and every shorter length",
+            }
+        )
     for c in cols:
         c.setdefault("group", label)
         c.update(suite=name, id=f"{name}/{c['key']}")
-        c["numeric"] = c["key"] not in ("tasks", "eff")
+        c["numeric"] = c["key"] not in ("tasks", "eff", "eff_nolima")
     return cols
 
 
@@ -404,6 +415,8 @@ def _cell(run: dict, suite_name: str, col: dict, threshold: float | None) -> dic
         )
     if key == "eff":
         return _eff_cell(suite, threshold)
+    if key == "eff_nolima":
+        return _nolima_eff_cell(suite)
     if key.startswith("cat:"):
         stats = (suite.get("categories") or {}).get(col["category"], {}).get(str(col["length"]))
         if stats is None:
@@ -451,6 +464,24 @@ def _eff_cell(suite: dict, threshold: float | None) -> dict:
         "reason": None,
         "partial": covered != total,
         "title": f"effective length {text}" + (" (below the first length)" if value is None else "") + f": {note}",
+    }
+
+
+def _nolima_eff_cell(suite: dict) -> dict:
+    rel = suite["summary"].get("effective_length_nolima") or {}
+    if rel.get("base_score") is None:
+        return _missing("NoLiMa effective length not in this run's results")
+    value, text = rel.get("value"), rel.get("label") or "—"
+    lengths = _lengths(suite)
+    if value is None and lengths and text == "below the first length":
+        text = f"< {format_length(lengths[0])}"
+    bases = ", ".join(format_length(int(L)) for L in rel.get("base_lengths") or [])
+    return {
+        "value": value if value is not None else 0,
+        "text": text,
+        "reason": None,
+        "title": f"NoLiMa effective length {text}: score >= {rel.get('fraction', 0.85):g} x base score "
+        f"{rel['base_score']:.1f} (mean at {bases}) = {rel.get('threshold') or 0:.1f} at it and every shorter length",
     }
 
 
@@ -741,7 +772,7 @@ def _delta_cell(row: dict, base: dict, col: dict, baseline: str, iv: dict | None
     a, b = row["cells"][col["id"]], base["cells"][col["id"]]
     if col["key"] == "tasks":
         return {**a, "title": a.get("title", "") + f"\nbaseline {baseline}: {b['text']}"}
-    if col["key"] == "eff":
+    if col["key"] in ("eff", "eff_nolima"):
         return {
             "value": None,
             "text": a["text"],

@@ -10,9 +10,8 @@ in their current order, with the same header and cell strings as these functions
 
 from __future__ import annotations
 
-import csv
-import io
 import json
+import re
 
 VIEWS = ("scores", "delta")
 _FIXED = ["Run", "Model", "Mode", "Checkpoints"]
@@ -105,29 +104,36 @@ def table_data(board: dict) -> dict:
     return {v: {"csv": csv_table(board, v), "json": json_table(board, v)} for v in _views(board)}
 
 
+_NEEDS_QUOTES = re.compile(r'[",\r\n]')
+
+
+def csv_field(text: str) -> str:
+    """One RFC 4180 field, quoted when it holds a quote, comma, CR or LF: the page's csvField does
+    the same. (Python's csv module leaves a bare CR unquoted when the line ends in LF, and a
+    spreadsheet then starts a new row there: "run\r=HYPERLINK(...)" would become a live formula.)"""
+    return '"' + text.replace('"', '""') + '"' if _NEEDS_QUOTES.search(text) else text
+
+
 def to_csv(board: dict, view: str = "scores") -> str:
     t = csv_table(board, view)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(t["header"])
-    for r in t["rows"]:
-        w.writerow(r["values"])
-    return buf.getvalue()
+    lines = [t["header"]] + [r["values"] for r in t["rows"]]
+    return "".join(",".join(csv_field(v) for v in line) + "\n" for line in lines)
 
 
 def to_json(board: dict, view: str = "scores") -> str:
     return json.dumps(json_table(board, view), indent=2, ensure_ascii=False) + "\n"
 
 
+# Line breaks of every kind (CR, LF, VT, FF, NEL, U+2028/9) and other control characters: each
+# would end or garble a table row.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
 def _md_escape(text: str) -> str:
     # Pipes break the table; angle brackets and ampersands would be live HTML where Markdown renders.
-    return (
-        text.replace("\\", "\\\\")
-        .replace("|", "\\|")
-        .replace("&", "&amp;")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace("\n", " ")
+    return _CONTROL.sub(
+        " ",
+        text.replace("\\", "\\\\").replace("|", "\\|").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"),
     )
 
 

@@ -88,13 +88,15 @@ def delta_interval(run: dict, base: dict, col: dict, cache: dict | None = None) 
     la, lb = _labels(a), _labels(b)
     ra_parts, rb_parts, weights = [], [], []
     paired_n, unpaired = 0, []
+    pooled = a.get("weighting") == "samples"
     for tasks, L, w in parts:
-        ra_tasks, rb_tasks = [], []
+        ra_tasks, rb_tasks, used = [], [], set()
         for t in tasks:
             ba = (a["samples"].get(t) or {}).get(str(L))
             bb = (b["samples"].get(t) or {}).get(str(L))
             if ba is None or bb is None:
                 continue  # a task only one run has: the flags say the sets differ
+            used.add(t)
             key = (run["run"]["name"], base["run"]["name"], name, t, L)
             ra, rb, shared = _task_replicates(t, L, ba, la, bb, lb, cache, key)
             if shared:
@@ -105,8 +107,10 @@ def delta_interval(run: dict, base: dict, col: dict, cache: dict | None = None) 
             rb_tasks.append(rb)
         if not ra_tasks:
             return None  # a length without any task both runs scored: no interval
-        ra_parts.append(mean_of(ra_tasks))
-        rb_parts.append(mean_of(rb_tasks))
+        # a sample-weighted suite (LongBench v2) weights each task by its samples, as its averages do
+        tw = [len(a["samples"][t][str(L)]["index"]) for t in tasks if t in used] if pooled else None
+        ra_parts.append(mean_of(ra_tasks, tw))
+        rb_parts.append(mean_of(rb_tasks, tw))
         weights.append(w)
     ra, rb = mean_of(ra_parts, weights), mean_of(rb_parts, weights)
     seed = (run["run"]["name"], base["run"]["name"], col["id"])

@@ -75,6 +75,12 @@ class Task:
     metric: ClassVar[str] = ""  # metric name, recorded in results
     max_new_tokens: ClassVar[int] = 0
     length_controlled: ClassVar[bool] = True  # False: samples come from a fixed dataset
+    # Not length-controlled but cut to the budget, leaving room for a chat template's tokens when
+    # prompts are wrapped in one (LongBench v2, whose reference sends the cut prompt as a chat turn).
+    fit_chat_template: ClassVar[bool] = False
+    # The prompt has no context to fit or cut: evaluated once, at length 0 (LongBench v2 without
+    # its document, BABILong at 0K).
+    no_context: ClassVar[bool] = False
 
     def check_available(self) -> None:
         """Raise harness.errors.TaskUnavailable (naming the fix) when a data source is missing."""
@@ -94,6 +100,12 @@ class Task:
     def score(self, prediction: str, sample: Sample) -> float:
         """Score in [0, 1] for one prediction (aggregates report x100)."""
         raise NotImplementedError
+
+    def follow_up(self, sample: Sample, first: str) -> Sample | None:
+        """A second generation that reads the first one's output, or None (the default: one step).
+        LongBench v2's chain of thought: the reasoning goes into an answer prompt; the answer is
+        scored, the reasoning is kept in the record's metadata (harness.jobs)."""
+        return None
 
     def evaluate_with_runner(
         self, runner, length: int, indices: list[int], seed: int, tokenizer, progress: bool = True

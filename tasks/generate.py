@@ -40,11 +40,13 @@ def _cache_path(cache_dir: Path, task: Task, length: int, key: str) -> Path:
 
 
 def _read_cache(path: Path) -> dict[int, Sample]:
+    from harness.paths import read_regular
+
     out: dict[int, Sample] = {}
     if not path.exists():
         return out
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular(path).decode("utf-8")  # a FIFO planted in the cache: rebuilt, never a hang
     except (OSError, UnicodeDecodeError):
         return {}  # unreadable or binary garbage: rebuilt like a torn file
     for line in text.splitlines():

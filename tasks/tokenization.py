@@ -30,6 +30,11 @@ def load_tokenizer(name_or_path: str, fix: str = _PASS_TOKENIZER):
     error message: commands without a --tokenizer flag (eval) name their own remedy."""
     from transformers import AutoTokenizer
 
+    from harness.sources import model_file_source
+
+    model_file = model_file_source(name_or_path)  # a .gguf file or a packaged model name: its own tokenizer
+    if model_file is not None:
+        return model_file.load_tokenizer()
     local = os.path.isdir(name_or_path)
     if not local and (
         os.sep in name_or_path and not name_or_path.count("/") == 1 or name_or_path.startswith((".", "~"))
@@ -215,14 +220,17 @@ def _light_spec(path: str) -> tuple[Tokenizer | None, dict[str, str], str]:
     return backend, special, ""
 
 
-def load_generation_tokenizer(name_or_path: str) -> LightTokenizer | PreTrainedTokenizerBase:
-    """The tokenizer `harness generate` uses: a `LightTokenizer` for a local directory that
-    transformers would load unchanged (no transformers, no torch), else `load_tokenizer`'s."""
+def load_generation_tokenizer(
+    name_or_path: str, fix: str = _PASS_TOKENIZER
+) -> LightTokenizer | PreTrainedTokenizerBase:
+    """The tokenizer `harness generate` (and eval's planning) uses: a `LightTokenizer` for a local
+    directory that transformers would load unchanged (no transformers, no torch), else
+    `load_tokenizer`'s (`fix` ends its error message)."""
     if os.path.isdir(name_or_path):
         backend, special, _why = _light_spec(name_or_path)
         if backend is not None:
             return LightTokenizer(backend, special, name_or_path)
-    return load_tokenizer(name_or_path)
+    return load_tokenizer(name_or_path, fix)
 
 
 def adds_bos(tokenizer) -> bool:

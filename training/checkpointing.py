@@ -20,6 +20,13 @@ The full state (model, optimizer, scheduler, RNG streams, data position, step) l
 <run>/state/step-<N>/state.pt; <run>/state/latest names the newest complete one. The two newest
 are kept: an unreadable newest state (e.g. a truncated copy) falls back to the previous one.
 
+A run folder may come from someone else, so its state is read with torch.load(weights_only=True):
+tensors, numbers, strings, tuples, lists and dicts only, no unpickled Python objects (whose loading
+could run any code). The RNG streams are stored in those types (numpy's as a tensor, see
+rng_state). A state.pt that needs more (a planted payload, or numpy arrays as versions before
+state format 2 wrote) is refused with one line before anything of it runs, never skipped over to
+an older state.
+
 A full disk while writing ends the run with one line naming the directory and the space it
 needs; the temporary directory is removed and everything finished before is kept.
 """
@@ -34,12 +41,14 @@ import random
 import re
 import shutil
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from harness.checkpoints import COMPLETE_FILE, IN_PROGRESS_FILE
 from harness.errors import UserError
+from harness.pickled import refusal, refused_objects
 
 SCHEMA_VERSION = 1
 META_NAME = "harness_training.json"
@@ -357,7 +366,7 @@ def save_state(run_dir: str | Path, step: int, payload: dict) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{step}"
     with _writing(final, step, _tensor_bytes(payload)) as tmp:
-        torch.save({**payload, "step": step}, tmp / "state.pt")
+        torch.save({**payload, "step": step, "format": STATE_FORMAT}, tmp / "state.pt")
     write_text_atomic(root / "latest", final.name + "\n")
     for old in _kept_states(root)[:-STATES_KEPT]:
         aside = root / (OLD_PREFIX + f"step-{old}")
@@ -367,16 +376,32 @@ def save_state(run_dir: str | Path, step: int, payload: dict) -> Path:
 
 
 _UNREADABLE = (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError, KeyError, TypeError)
-_STATE_KEYS = ("step", "signature", "model", "optimizer", "scheduler", "rng", "data")
+_STATE_KEYS = ("format", "step", "signature", "model", "optimizer", "scheduler", "rng", "data")
+# 2: loads with weights_only=True (numpy's RNG state as a tensor). 1 (no "format" key) pickled numpy arrays.
+STATE_FORMAT = 2
 
 
 def _load_state_file(path: Path) -> dict:
     import torch
 
-    # weights_only=False: the payload holds numpy/python RNG states, written by this code only.
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    try:
+        with warnings.catch_warnings():
+            # A bare pickle of another protocol makes torch warn before it refuses it: the refusal says it all.
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        # Refused, not "unreadable": falling back to an older state would hide a planted file.
+        root = path.parent.parent
+        fix = (
+            f"training state written by harness versions before state format {STATE_FORMAT} holds numpy objects "
+            f"like this; if the run is yours, finish it with the version that wrote it, or delete {root} to train "
+            "from step 0 (ckpt-* checkpoints are kept); never resume a run folder you do not trust"
+        )
+        raise refusal(path, refused_objects(path, exc), fix) from None
     if not isinstance(state, dict) or any(k not in state for k in _STATE_KEYS):
         raise ValueError("not a training state (keys missing)")
+    if state["format"] != STATE_FORMAT:
+        raise ValueError(f"state format {state['format']!r}, this version reads {STATE_FORMAT}")
     return state
 
 
@@ -431,10 +456,21 @@ def load_latest_state(run_dir: str | Path, *, report: Callable[[str], None] | No
 
 
 def rng_state() -> dict:
+    """Every RNG stream of this process, in types torch.load(weights_only=True) reads back exactly:
+    Python's state is a tuple of ints (and None or a float), numpy's legacy MT19937 state is split
+    into its fields with the 624 uint32 keys as an int64 tensor."""
     import numpy as np
     import torch
 
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    kind, keys, pos, has_gauss, cached_gaussian = np.random.get_state(legacy=True)
+    numpy_state = {
+        "kind": str(kind),
+        "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+        "pos": int(pos),
+        "has_gauss": int(has_gauss),
+        "cached_gaussian": float(cached_gaussian),
+    }
+    state = {"python": random.getstate(), "numpy": numpy_state, "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -445,7 +481,9 @@ def set_rng_state(state: dict) -> None:
     import torch
 
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    n = state["numpy"]
+    keys = n["keys"].numpy().astype(np.uint32)
+    np.random.set_state((n["kind"], keys, n["pos"], n["has_gauss"], n["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])

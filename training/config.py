@@ -41,7 +41,8 @@ class DataConfig:
     mode: str = "anchor"
     """Attention mode, one of training.modes.MODES: full, intradoc, intradoc-reset or anchor."""
     window: int = 8192
-    """Tokens per packed window, anchor included; also written as max_position_embeddings."""
+    """Tokens per packed window, anchor included; checkpoints' max_position_embeddings is the larger of
+    this and the model's own (training.model_files.context_after_training)."""
     batch_size: int = 1
     """Windows per micro-batch (per process under data parallelism)."""
     grad_accum: int = 1

@@ -59,13 +59,25 @@ def _suffix(path: Path) -> str:
     return ".jsonl.gz" if name.endswith(".jsonl.gz") else path.suffix.lower()
 
 
+def _regular(path: Path) -> Path:
+    """path, if a regular file: a FIFO or device among the data would block or never end the read."""
+    from harness.paths import file_kind
+
+    kind = file_kind(path.stat().st_mode)
+    if kind:
+        raise UserError(f"data file {path} is {kind}, not a file: pass jsonl/parquet files or a folder of them")
+    return path
+
+
 def _files(source: str) -> list[Path] | None:
     path = Path(source).expanduser()
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if _suffix(p) in TEXT_SUFFIXES + TOKEN_SUFFIXES)
+        files = sorted(_regular(p) for p in path.iterdir() if _suffix(p) in TEXT_SUFFIXES + TOKEN_SUFFIXES)
         if not files:
             raise UserError(f"no data files in {path}: expected {', '.join(TEXT_SUFFIXES + TOKEN_SUFFIXES)}")
         return files
+    if path.exists() and not path.is_file():
+        _regular(path)
     if path.is_file():
         if _suffix(path) not in TEXT_SUFFIXES + TOKEN_SUFFIXES:
             raise UserError(f"unsupported data file {path}: use {', '.join(TEXT_SUFFIXES + TOKEN_SUFFIXES)}")
@@ -145,7 +157,7 @@ def _token_docs(path: Path, tokenizer) -> Iterator[list[int]]:
     dtype = "<u2" if len(tokenizer) <= 65536 else "<u4"
     try:
         if _suffix(path) == ".npy":
-            arr = np.load(path, mmap_mode="r")
+            arr = np.load(path, mmap_mode="r", allow_pickle=False)  # object arrays would unpickle
         elif path.stat().st_size == 0:
             arr = np.zeros(0, dtype=dtype)  # mmap cannot map an empty file
         else:

@@ -99,6 +99,7 @@ def parse_mixture(spec: str, seed: int):
     --domain-tags value, else its data file's stem (training.data); without SOURCE=SHARE items each
     source keeps its share of tokens in the original data.
     """
+    from harness.validate import ascii_float
     from training.mixture import DEFAULT_LONG_THRESHOLD, DEFAULT_LONG_WEIGHT, MixtureConfig, parse_shares
 
     opts: dict[str, Any] = {
@@ -113,7 +114,7 @@ def parse_mixture(spec: str, seed: int):
             source_field = value.strip() or None
         elif key.strip() in opts:
             try:
-                number = float(value)
+                number = ascii_float(value)
                 if not math.isfinite(number):
                     raise ValueError(value)
                 opts[key.strip()] = number if key.strip() == "long_weight" else int(number)

@@ -77,11 +77,13 @@ class MixtureReport:
 
 def parse_shares(text: str) -> dict[str, float]:
     """'C4=0.2,CommonCrawl=0.8' -> {"C4": 0.2, "CommonCrawl": 0.8}; must sum to 1."""
+    from harness.validate import ascii_float
+
     shares: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, eq, value = part.partition("=")
         try:
-            shares[name.strip()] = float(value)
+            shares[name.strip()] = ascii_float(value)
         except ValueError:
             eq = ""
         if not eq or not name.strip() or shares[name.strip()] < 0:

@@ -16,14 +16,14 @@ weights, so a damaged file is reported before the data is tokenized.
 from __future__ import annotations
 
 import json
+import pickle
 import re
-import struct
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.pickled import check_pickled_weights, refused_load
 from training.config import TrainJob
 
-_MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit on the JSON header
 _FIX = "pass --model with a save_pretrained directory (config.json, weights, tokenizer files)"
 
 
@@ -41,24 +41,9 @@ def check_model_path(path: str) -> bool:
 
 def check_safetensors(path: Path) -> None:
     """UserError when `path` is not a complete safetensors file (see the module docstring)."""
-    damaged = f"{path} is damaged"
-    fix = "re-download or re-save the model"
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(8)
-        if len(head) < 8:
-            raise UserError(f"{damaged} ({size} bytes, shorter than a safetensors header): {fix}")
-        (n,) = struct.unpack("<Q", head)
-        if n > min(size - 8, _MAX_HEADER):
-            raise UserError(f"{damaged} (not a safetensors file, or truncated inside its header): {fix}")
-        try:
-            header = json.loads(f.read(n))
-            ends = [int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"]
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-            raise UserError(f"{damaged} (its safetensors header is not valid JSON): {fix}") from None
-    need = 8 + n + max(ends, default=0)
-    if size < need:
-        raise UserError(f"{damaged} (truncated: {size} of {need} bytes): {fix}")
+    from harness.sources.config_schema import safetensors_shapes
+
+    safetensors_shapes(path)
 
 
 def check_model_dir(path: Path) -> None:
@@ -92,12 +77,23 @@ def check_model_dir(path: Path) -> None:
     for f in weights:
         if f.suffix == ".safetensors":
             check_safetensors(f)
+        else:
+            check_pickled_weights(f)
+    from harness.sources.config_schema import check_shapes, validate_config
+
+    # wrong types, NaN rope theta, weights of another shape: one line now, not a traceback later
+    check_shapes(path, validate_config(data, str(config)))
 
 
 def load_tokenizer_for(job: TrainJob):
     """The tokenizer of the model directory (checked first), with errors that name --model."""
+    from harness.sources import model_file_source
     from tasks.tokenization import load_tokenizer
 
+    src = model_file_source(job.model.path)  # a GGUF file or packaged model: checked by its source
+    if src is not None:
+        src.check("hf")
+        return src.load_tokenizer()
     if check_model_path(job.model.path):
         check_model_dir(Path(job.model.path))
     try:
@@ -108,19 +104,34 @@ def load_tokenizer_for(job: TrainJob):
         raise UserError(f"{problem}: the tokenizer files must be in the --model directory") from None
 
 
+def context_after_training(model_positions: int | None, window: int) -> int:
+    """The context a continued model's config claims: the larger of what it had and the window.
+
+    Writing the window alone would shrink a model continued at a shorter window than it was
+    trained for (SmolLM2's 8192 positions continued at 1024 would then be refused at 2K by eval)."""
+    return max(int(model_positions or 0), int(window))
+
+
 def load_model(job: TrainJob, device):
-    """(model, rope_theta) with window and rope theta written into the config before init."""
+    """(model, rope_theta) with the context (`context_after_training`) and rope theta written into
+    the config before init."""
     import torch
     from safetensors import SafetensorError
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    from harness.sources import load_target, model_file_source
+
     path = job.model.path
-    local = check_model_path(path)
+    src = model_file_source(path)  # a GGUF file or packaged model (else a folder or hub name)
+    local = True if src is not None else check_model_path(path)
+    target = load_target(src.checkpoint.path if src is not None else path)
     try:
-        config = AutoConfig.from_pretrained(path, local_files_only=local)
+        config = AutoConfig.from_pretrained(target.model, local_files_only=local, **target.kwargs)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot load model config from {path!r} ({_first_line(exc)}); {_FIX}") from None
-    config.max_position_embeddings = job.data.window
+    config.max_position_embeddings = context_after_training(
+        getattr(config, "max_position_embeddings", None), job.data.window
+    )
     rope = dict(getattr(config, "rope_parameters", None) or {})
     if job.model.rope_theta is not None:
         rope["rope_theta"] = float(job.model.rope_theta)
@@ -129,14 +140,20 @@ def load_model(job: TrainJob, device):
     config.use_cache = False
     try:
         # fp32 master weights: bf16 runs use autocast, so the optimizer never rounds updates away.
-        model = AutoModelForCausalLM.from_pretrained(path, config=config, local_files_only=local, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(
+            target.model, config=config, local_files_only=local, dtype=torch.float32, **target.kwargs
+        )
     except torch.OutOfMemoryError:
         raise
+    except pickle.UnpicklingError as exc:  # a .bin that torch.load(weights_only=True) refuses
+        raise refused_load(path, exc) from None
     except (SafetensorError, OSError, ValueError, EOFError, RuntimeError) as exc:
         # Damage the header check cannot see (e.g. a .bin file), or weights of another shape.
         raise UserError(
             f"cannot load the weights in {path} ({_first_line(exc)}): re-download or re-save the model"
         ) from None
+    if src is not None:
+        src.after_load(model)  # a GGUF model: saveable like any other (checkpoints)
     model.to(device)
     if job.model.grad_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})

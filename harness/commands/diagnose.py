@@ -13,16 +13,22 @@ definitions). Writes rope_diagnostic.json, figure1.png, sources.png and index.ht
 from __future__ import annotations
 
 import argparse
+import pickle
 import re
 
-from harness.errors import UserError
+from harness.errors import UserError, require_at_most
+from harness.pickled import refused_load
+from harness.validate import MAX_COUNT
+
+# Largest position (shift, delta2, sequence length) the diagnostic takes: 1M, the longest RULER length.
+MAX_POSITION = 1024 * 1024
 
 HELP = "numerical diagnostics of a checkpoint (rope: does a position shift change attention, and why)"
 
 
 def _one_int(item: str, flag: str, minimum: int) -> int:
     """'4096' or '4k' -> 4096."""
-    m = re.fullmatch(r"\s*(\d+)\s*([kK]?)\s*", item)
+    m = re.fullmatch(r"\s*(\d+)\s*([kK]?)\s*", item, re.ASCII)
     if not m:
         raise UserError(f"bad {flag} value {item!r}: write integers like 0,2,100 (k = 1024) or a range like 64-8192")
     value = int(m.group(1)) * (1024 if m.group(2) else 1)
@@ -57,15 +63,26 @@ def _int_list(text: str, flag: str, minimum: int) -> tuple[int, ...]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from harness.validate import unique_list
+
     sub = p.add_subparsers(dest="diagnostic", metavar="DIAGNOSTIC", required=True, parser_class=type(p))
     r = sub.add_parser(
         "rope",
         help="RoPE relative-position check under low precision (paper Eq. 4, 5; Figure 1)",
         description="RoPE relative-position check under low precision (arXiv:2411.13476 Section 2)",
     )
-    r.add_argument("--ckpt", nargs="+", required=True, metavar="PATH", help="save_pretrained directories (one or more)")
     r.add_argument(
-        "--dtypes", default="bf16,fp32", help="model dtypes to run, from bf16,fp16,fp32,fp64 (default bf16,fp32)"
+        "--ckpt",
+        nargs="+",
+        required=True,
+        metavar="PATH",
+        help="save_pretrained directories, .gguf files or packaged model names (one or more)",
+    )
+    r.add_argument(
+        "--dtypes",
+        type=unique_list("--dtypes"),
+        default="bf16,fp32",
+        help="model dtypes to run, from bf16,fp16,fp32,fp64 (default bf16,fp32)",
     )
     r.add_argument(
         "--shifts",
@@ -125,6 +142,16 @@ def _settings(args):
         raise UserError(f"--delta2 must be >= 0, got {args.delta2}")
     if args.num_samples < 1:
         raise UserError(f"--num-samples must be >= 1, got {args.num_samples}")
+    # Positions beyond these are no RoPE question (and overflow or exhaust memory on the way).
+    require_at_most(
+        (
+            ("--delta2", args.delta2, MAX_POSITION),
+            ("--shifts", max(shifts), MAX_POSITION),
+            ("--seq-len", seq_len, MAX_POSITION),
+            ("--logit-lengths", max(logit_lengths, default=None), MAX_POSITION),
+            ("--num-samples", args.num_samples, MAX_COUNT),
+        )
+    )
     return Settings(
         shifts=shifts,
         delta2=args.delta2,
@@ -154,9 +181,16 @@ def _load_model(path: str, dtype: str, device):
     from transformers import AutoModelForCausalLM
 
     from harness.diagnose.precision import torch_dtype
+    from harness.sources import load_target, model_file_source
 
+    src = model_file_source(path)  # a GGUF file or packaged model: loaded through its source
+    target = load_target(src.checkpoint.path if src is not None else path)
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype), local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(
+            target.model, dtype=torch_dtype(dtype), local_files_only=True, **target.kwargs
+        )
+    except pickle.UnpicklingError as exc:  # a .bin that torch.load(weights_only=True) refuses
+        raise refused_load(path, exc) from None
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot load checkpoint {path!r} ({first}); pass a save_pretrained directory") from None
@@ -167,7 +201,9 @@ def _run_rope(args) -> int:
     import os
 
     from harness.diagnose.precision import canonical_dtype
+    from harness.paths import check_out
 
+    check_out(args.out)
     settings = _settings(args)
     try:
         dtypes = list(dict.fromkeys(canonical_dtype(d) for d in args.dtypes.split(",") if d.strip()))
@@ -175,9 +211,19 @@ def _run_rope(args) -> int:
         raise UserError(f"--dtypes: {exc}") from None
     if not dtypes:
         raise UserError("--dtypes is empty: pass e.g. bf16,fp32")
+    from harness.sources import model_file_source
+
+    model_files = {}
     for path in args.ckpt:
-        if not os.path.isdir(path):
-            raise UserError(f"checkpoint {path!r} is not a directory: pass save_pretrained directories to --ckpt")
+        src = model_file_source(path)  # a .gguf file or a packaged model name
+        if src is not None:
+            src.check("hf")
+            model_files[path] = src
+        elif not os.path.isdir(path):
+            raise UserError(
+                f"checkpoint {path!r} is not a directory: pass save_pretrained directories, .gguf files "
+                "or packaged model names to --ckpt"
+            )
     if not args.no_plots:
         from harness.diagnose.report import require_matplotlib
 
@@ -191,7 +237,12 @@ def _run_rope(args) -> int:
 
     device = _device(args.device)
     check_kernel(settings.kernel, device)
-    tokenizer = load_tokenizer(args.tokenizer or args.ckpt[0])
+    first = model_files.get(args.ckpt[0])
+    tokenizer = (
+        first.load_tokenizer()
+        if first is not None and not args.tokenizer
+        else load_tokenizer(args.tokenizer or args.ckpt[0])
+    )
     samples = token_samples(tokenizer, args.text, args.num_samples, settings.needed_length())
 
     runs = []

@@ -4,6 +4,7 @@
     harness eval --ckpts 'runs/anchor/ckpt-*' --last 5 --suite ruler --backend vllm --tensor-parallel-size 2
     harness eval --embedded          # builds 5 tiny checkpoints under runs/embedded/ and evaluates them on CPU
     harness eval --backend openai --base-url http://127.0.0.1:8000/v1 --model NAME --tokenizer DIR --suite ruler
+    harness eval --ckpts smollm2-135m-instruct --tasks niah_single_1 --lengths 1k --samples 5   # packaged GGUF
 
 Per-sample results go to <out>/samples.jsonl (default out: results/<name>); the same command
 re-run resumes where a killed run stopped. The averaged table is printed and written to
@@ -28,7 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     g = p.add_argument_group("what to evaluate")
     g.add_argument(
-        "--ckpts", metavar="SPEC", help="checkpoints: path with <A..B> step range, glob, comma list or hub name"
+        "--ckpts",
+        metavar="SPEC",
+        help="checkpoints: path with <A..B> step range, glob, comma list, hub name, .gguf file, or a packaged "
+        "model name (smollm2-135m-instruct)",
     )
     g.add_argument("--last", type=int, metavar="N", help="keep only the last N checkpoints by step")
     g.add_argument(
@@ -123,6 +127,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="tries again after a 429, 5xx or connection error, waiting 0.5 s, 1 s, 2 s, ... (default 5)",
     )
+    g = p.add_argument_group("model judge (HELMET LongQA and summarization; any OpenAI-compatible server)")
+    g.add_argument("--judge-base-url", metavar="URL", help="the judge server's API root, e.g. http://127.0.0.1:8001/v1")
+    g.add_argument("--judge-model", metavar="NAME", help="the name the judge server serves its model under")
+    g.add_argument(
+        "--judge-api-key-env",
+        metavar="VAR",
+        help="environment variable holding the judge's API key (default: OPENAI_API_KEY when set, else no key)",
+    )
     g = p.add_argument_group("instruct and reasoning models (every backend; each is part of the run's identity)")
     g.add_argument(
         "--no-answer-prefix",
@@ -145,11 +157,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--out", metavar="DIR", help="store + results directory (default results/<name>); re-run to resume")
     g.add_argument("--threshold", type=float, help="effective-length threshold (default 85.6)")
     g.add_argument("--cache-dir", metavar="DIR", help="sample cache directory ('none' disables it)")
-    g.add_argument("--essays", metavar="PATH", help="Paul Graham essays (file or dir) for essay haystacks")
-    g.add_argument("--squad", metavar="PATH", help="SQuAD v2 dev JSON for qa_1")
-    g.add_argument("--hotpotqa", metavar="PATH", help="HotpotQA dev (distractor) JSON for qa_2")
-    g.add_argument("--longbench", metavar="DIR", help="folder of LongBench's jsonl files (offline data)")
     g.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    from tasks import data_sources
+
+    data_sources.add_arguments(p.add_argument_group("task data, offline (online: the hub)"))
 
 
 def _rope_scaling(text: str | None) -> dict | None:
@@ -175,7 +186,23 @@ def _rope_scaling(text: str | None) -> dict | None:
 
 
 def check_numbers(args: argparse.Namespace) -> None:
-    """Every numeric flag against its lower bound (NaN/inf rejected), before any work."""
+    """Every numeric flag against its range (NaN/inf rejected), before any work."""
+    from harness.validate import MAX_COUNT, MAX_TOKENS, MAX_WORKERS, require_at_most
+
+    require_at_most(
+        (
+            ("--last", args.last, MAX_COUNT),
+            ("--samples", args.samples, MAX_COUNT),
+            ("--batch-size", args.batch_size, MAX_COUNT),
+            ("--max-model-len", args.max_model_len, MAX_TOKENS),
+            ("--max-length", args.max_length, MAX_TOKENS),
+            ("--tensor-parallel-size", args.tensor_parallel_size, MAX_WORKERS),
+            ("--data-parallel", args.data_parallel, MAX_WORKERS),
+            ("--concurrency", args.concurrency, MAX_WORKERS),
+            ("--retries", args.retries, 100),
+            ("--request-timeout", args.request_timeout, 7 * 24 * 3600.0),  # socket timeouts overflow beyond
+        )
+    )
     require_at_least(
         (
             ("--last", args.last, 1),
@@ -194,12 +221,29 @@ def check_numbers(args: argparse.Namespace) -> None:
         raise UserError(f"--threshold {args.threshold} is above 100: scores are percentages (RULER uses 85.6)")
 
 
-def config_from_args(args: argparse.Namespace):
-    from harness.evaluate import EvalConfig, set_data_sources
-    from tasks.registry import all_suites, split_csv
+def check_args(args: argparse.Namespace) -> None:
+    """The checks that need no file or model: numbers, --rope-scaling, the run name and --out.
+    (`harness demo` runs them on its eval arguments before it trains anything.)"""
+    from harness.paths import check_out, check_run_name
 
     check_numbers(args)
-    set_data_sources(args.essays, args.squad, args.hotpotqa, args.longbench)
+    _rope_scaling(args.rope_scaling)
+    if args.name is not None:
+        check_run_name(args.name)
+    if args.out is not None:
+        check_out(args.out)
+
+
+def config_from_args(args: argparse.Namespace):
+    from harness.evaluate import EvalConfig
+    from tasks import data_sources
+    from tasks.registry import all_suites, split_csv
+
+    check_args(args)
+    data_sources.apply(args)
+    from harness.judge import set_judge
+
+    set_judge(args.judge_base_url, args.judge_model, args.judge_api_key_env)
     ckpts, suite, tasks, exclude = args.ckpts, args.suite, split_csv(args.tasks), split_csv(args.exclude)
     lengths, samples = args.lengths, args.samples
     if args.embedded:

@@ -30,65 +30,65 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--samples", type=int, default=100, help="samples per task and length (default 100)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--seed", type=int, default=None, help="seed (default 42)")
-    p.add_argument("--essays", help="Paul Graham essays: .txt file, folder of .txt, or RULER's PaulGrahamEssays.json")
-    p.add_argument("--squad", help="SQuAD v2 dev JSON (dev-v2.0.json) for qa_1")
-    p.add_argument("--hotpotqa", help="HotpotQA dev distractor JSON for qa_2")
     p.add_argument("--cache-dir", help="sample cache directory (default: $HARNESS_CACHE/samples; 'none' disables it)")
+    from tasks import data_sources
 
-
-def configure_task(task, essays=None, squad=None, hotpotqa=None):
-    """Point a task at user-named data files (tasks read env variables / defaults otherwise)."""
-    if hasattr(task, "essays_path") and essays:
-        task.essays_path = essays
-    if getattr(task, "dataset", None) == "squad" and squad:
-        task.path = squad
-    if getattr(task, "dataset", None) == "hotpotqa" and hotpotqa:
-        task.path = hotpotqa
-    return task
+    data_sources.add_arguments(p.add_argument_group("task data, offline (online: the hub)"))
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
     from harness.atomic import atomic_write
     from harness.embedded import default_tokenizer_dir
-    from harness.errors import TaskUnavailable, UserError, require_at_least
+    from harness.errors import TaskUnavailable, UserError, require_at_least, require_at_most
+    from harness.paths import check_out
+    from harness.progress import progress_bar
+    from harness.validate import MAX_COUNT
+    from tasks import data_sources
     from tasks.generate import DEFAULT_SEED, generate_samples
     from tasks.lengths import format_length, parse_lengths
     from tasks.registry import get_task, resolve_tasks, split_csv
     from tasks.tokenization import load_generation_tokenizer
 
     require_at_least((("--samples", args.samples, 1), ("--seed", args.seed, 0)))
+    require_at_most((("--samples", args.samples, MAX_COUNT),))
+    out = check_out(args.out)
+    data_sources.apply(args)
     lengths = parse_lengths(args.lengths)
     names = resolve_tasks(args.suite, split_csv(args.tasks), split_csv(args.exclude))
     seed = DEFAULT_SEED if args.seed is None else args.seed
     tokenizer = load_generation_tokenizer(args.tokenizer or str(default_tokenizer_dir()))
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file: pass a directory (it is created if missing)")
     # 'none' disables the cache, as in `harness eval` (never a directory called "none")
     cache_dir: Path | Literal[False] | None = (
         False if args.cache_dir == "none" else (Path(args.cache_dir) if args.cache_dir else None)
     )
 
+    # Plan first: which tasks have their data. None: nothing is written, exit 2 (as eval does).
     unavailable: dict[str, str] = {}
-    failed: list[str] = []
-    written = 0
+    tasks = []
     for name in names:
-        task = configure_task(get_task(name), args.essays, args.squad, args.hotpotqa)
+        task = get_task(name)
         try:
             task.check_available()
         except TaskUnavailable as exc:
             unavailable[name] = str(exc)
-            print(f"{name}: unavailable: {exc}")
             continue
-        for length in lengths:
+        tasks.append(task)
+    if not tasks:
+        raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
+    for name, reason in unavailable.items():
+        print(f"{name}: unavailable: {reason}")
+
+    failed: list[str] = []
+    written = 0
+    for task in tasks:
+        name = task.name
+        for length in [0] if task.no_context else lengths:  # a prompt without context has no length
             n = args.samples
             avail = task.num_samples_available(length)
             if avail is not None and avail < n:
                 print(f"{name}: the data holds {avail} samples; writing {avail}")
                 n = avail
-            bar = tqdm(total=n, desc=f"{name} {format_length(length)}", unit="sample", leave=False)
+            bar = progress_bar(total=n, desc=f"{name} {format_length(length)}", unit="sample")
             last = [0]
 
             def progress(k, bar=bar, last=last):
@@ -102,7 +102,7 @@ def run(args) -> int:
             except UserError as exc:  # e.g. a length below the task's fixed parts: the other tasks go on
                 bar.close()
                 failed.append(f"{name} {format_length(length)}: {exc}")
-                print(f"error: {name} {format_length(length)}: {exc}")
+                print(f"failed: {name} {format_length(length)}: {exc}")  # the one `error:` line comes at the end
                 continue
             bar.close()
             path = out / name / f"{length}.jsonl"
@@ -116,4 +116,6 @@ def run(args) -> int:
     )
     if failed:
         raise UserError(f"{len(failed)} task/length pairs failed (see above), first: {failed[0]}")
+    if not written:
+        raise UserError(f"no samples were written to {out}: see the lines above for why")
     return 0

@@ -6,12 +6,23 @@ RESULTS are results.json files (docs/contracts.md) or run directories holding on
 row. Writes DIR/index.html, leaderboard.csv, leaderboard.json and leaderboard.md and prints their
 paths. With --baseline, leaderboard-delta.{csv,md} hold the delta view too. Paths on the page are
 shown relative to the folder that holds DIR; --rope-diagnostic adds the RoPE-under-bf16 section.
+The files change all or none (harness.atomic.publish_files): each DIR/<file> is a relative symlink
+into the current generation under DIR/.generations/, and one rename switches every file at once.
 """
 
 from __future__ import annotations
 
 import argparse
 
+# Every file a leaderboard may write (the delta ones only with --baseline).
+FILES = (
+    "index.html",
+    "leaderboard.csv",
+    "leaderboard.json",
+    "leaderboard.md",
+    "leaderboard-delta.csv",
+    "leaderboard-delta.md",
+)
 HELP = "render an HTML leaderboard (+ CSV/JSON/Markdown) from results.json files"
 
 
@@ -38,9 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from harness.errors import UserError, require_at_least
+    from harness.errors import require_at_least
+    from harness.paths import check_out, check_output_file
     from leaderboards.build import build, load_runs
     from leaderboards.export import to_csv, to_json, to_markdown
     from leaderboards.render import render_html
@@ -48,8 +58,10 @@ def run(args: argparse.Namespace) -> int:
     require_at_least((("--threshold", args.threshold, 0),))  # above 100: build() says so
     from leaderboards.diagnostic import load_rope_diagnostic
 
+    out = check_out(args.out)
+    for name in FILES:
+        check_output_file(out / name)
     rope = load_rope_diagnostic(args.rope_diagnostic) if args.rope_diagnostic else None
-    out = Path(args.out)
     # Paths on the page count from the folder that holds the page's folder (harness demo: its --out).
     board = build(
         load_runs(args.results),
@@ -59,8 +71,6 @@ def run(args: argparse.Namespace) -> int:
         root=out.resolve().parent,
         rope=rope,
     )
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file: pass a directory (it is created if missing)")
     files = {
         "index.html": render_html(board),
         "leaderboard.csv": to_csv(board),
@@ -70,11 +80,10 @@ def run(args: argparse.Namespace) -> int:
     if board["baseline"]:
         files["leaderboard-delta.csv"] = to_csv(board, "delta")
         files["leaderboard-delta.md"] = to_markdown(board, "delta")
-    from harness.atomic import atomic_write_many
+    from harness.atomic import publish_files
 
-    # All files go to temp files first and are renamed in together: a full disk or a kill leaves
-    # the previous page and exports whole.
-    atomic_write_many({out / name: text for name, text in files.items()})
+    # All or none: a full disk or a kill at any point leaves the previous page and exports whole.
+    publish_files(out, files, managed=FILES)
     for name in files:
         print(out / name)
     return 0

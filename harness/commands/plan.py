@@ -50,15 +50,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# Bounds that keep the arithmetic meaningful: a difference below 0.01 points (delta**2 underflows
+# to 0 near 1e-160) or a level within 1e-6 of 0 or 1 (the normal quantile is infinite there).
+MIN_DELTA, MAX_DELTA = 0.01, 100.0
+LEVEL_MARGIN = 1e-6
+
+
 def _check(args: argparse.Namespace) -> None:
-    if not (math.isfinite(args.delta) and args.delta > 0):
-        raise UserError(f"--delta {args.delta} is not a positive number of points: pass e.g. --delta 5")
-    if not (0 < args.power < 1):
+    from harness.validate import MAX_COUNT
+
+    if not (math.isfinite(args.delta) and MIN_DELTA <= args.delta <= MAX_DELTA):
+        raise UserError(
+            f"--delta {args.delta} is outside {MIN_DELTA}..{MAX_DELTA} points (scores are x100): pass e.g. --delta 5"
+        )
+    if not (LEVEL_MARGIN <= args.power <= 1 - LEVEL_MARGIN):
         raise UserError(f"--power {args.power} is outside (0, 1): pass e.g. --power 0.8")
-    if not (0 < args.alpha < 1):
+    if not (LEVEL_MARGIN <= args.alpha <= 1 - LEVEL_MARGIN):
         raise UserError(f"--alpha {args.alpha} is outside (0, 1): pass e.g. --alpha 0.05")
-    if args.checkpoints is not None and args.checkpoints < 1:
-        raise UserError(f"--checkpoints {args.checkpoints} is below 1: pass how many checkpoints a run averages")
+    if args.checkpoints is not None and not 1 <= args.checkpoints <= MAX_COUNT:
+        raise UserError(
+            f"--checkpoints {args.checkpoints} is outside 1..{MAX_COUNT}: pass how many checkpoints a run averages"
+        )
 
 
 def load_with_samples(target: str, flag: str) -> dict:

@@ -13,6 +13,7 @@ suite's other tasks show as unavailable.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from harness.errors import UserError
@@ -34,8 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _is_store(path: Path) -> bool:
     """A file whose first line is a results-store header (whatever its name)."""
+    from harness.paths import open_regular
+
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(open_regular(path), "rb") as f:  # a FIFO: not a store (and never a hang)
             return f.read(32).startswith(b'{"type": "header"')
     except OSError:
         return False

@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.errors import UserError, require_above, require_at_least
+from harness.errors import UserError, require_above, require_at_least, require_at_most
+from harness.validate import MAX_COUNT, MAX_TOKENS, MAX_WORKERS
 from training.config import DTYPES, KERNEL_CHOICES  # dataclasses only: keeps --help light
 from training.modes import INTERLEAVE_MODES, MODES  # no torch at import: keeps --help light
 
@@ -22,8 +23,10 @@ HELP = "continue pretraining a causal LM on packed long windows (anchor, intrado
 
 
 def _betas(text: str) -> tuple[float, float]:
+    from harness.validate import ascii_float
+
     try:
-        b1, b2 = (float(x) for x in text.split(","))
+        b1, b2 = (ascii_float(x) for x in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"--betas {text!r} must be two numbers like 0.9,0.95") from None
     return b1, b2
@@ -31,7 +34,11 @@ def _betas(text: str) -> tuple[float, float]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model and data")
-    g.add_argument("--model", required=True, help="save_pretrained directory (or hub name when online)")
+    g.add_argument(
+        "--model",
+        required=True,
+        help="save_pretrained directory, .gguf file or packaged model name (or hub name when online)",
+    )
     g.add_argument("--data", required=True, help="comma-separated jsonl/parquet files (or hub dataset names)")
     g.add_argument("--out", required=True, help="run directory: ckpt-<step>/, state/, log.jsonl")
     g.add_argument("--mode", required=True, choices=MODES, help="attention mode")
@@ -94,6 +101,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def job_from_args(args):
+    from harness.paths import check_apart, check_out
     from training.config import CheckpointConfig, DataConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TrainJob
 
     # Every numeric flag: a lower bound, NaN and infinity rejected (None = not given).
@@ -118,6 +126,15 @@ def job_from_args(args):
         )
     )
     require_above((("--lr", args.lr, 0.0), ("--rope-theta", args.rope_theta, 0.0)))
+    require_at_most(
+        (
+            ("--window", args.window, MAX_TOKENS),
+            ("--batch-size", args.batch_size, MAX_COUNT),
+            ("--grad-accum", args.grad_accum, MAX_COUNT),
+            ("--interleave-chunks", args.interleave_chunks, args.window),
+            ("--sp", args.sp, MAX_WORKERS),
+        )
+    )
     if not all(b < 1 for b in args.betas):  # AdamW's running averages need a decay below 1
         raise UserError(f"--betas {args.betas[0]},{args.betas[1]}: each beta must be below 1, e.g. 0.9,0.95")
     if args.seed >= 2**32:  # numpy's seed range
@@ -130,6 +147,8 @@ def job_from_args(args):
     paths = [p.strip() for p in args.data.split(",") if p.strip()]
     if not paths:
         raise UserError("--data is empty: pass one or more jsonl/parquet files, comma-separated")
+    check_out(args.out)
+    check_apart(args.out, args.model, "--out", "--model")  # checkpoints never land in the base model
     return TrainJob(
         model=ModelConfig(
             path=args.model,

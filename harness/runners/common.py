@@ -38,20 +38,22 @@ def check_tokenizer_present(model_path: str) -> None:
 
 def check_weights(model_path: str) -> None:
     """Every *.safetensors of a local checkpoint has a readable header covering the whole file:
-    random bytes or a truncated copy are named before any work (reads headers only)."""
+    random bytes or a truncated copy are named before any work (reads headers only, no torch); every
+    pytorch_model*.bin pickles nothing but tensors and plain values (harness/pickled.py)."""
     if not Path(model_path).is_dir():
         return
-    from safetensors import SafetensorError, safe_open
+    from harness.pickled import check_pickled_weights
+    from harness.sources.config_schema import safetensors_shapes
 
+    for f in sorted(Path(model_path).glob("pytorch_model*.bin")):
+        check_pickled_weights(f)
     for f in sorted(Path(model_path).glob("*.safetensors")):
         try:
-            with safe_open(str(f), framework="pt"):
-                pass
-        except (SafetensorError, OSError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise UserError(
-                f"{f} is damaged or incomplete ({first}): re-save the checkpoint, or leave it out of --ckpts"
-            ) from None
+            safetensors_shapes(f)
+        except UserError as exc:
+            raise UserError(f"{exc}; or leave it out of --ckpts") from None
+        except OSError as exc:
+            raise UserError(f"cannot read {f} ({exc.strerror}): check its permissions") from None
 
 
 def config_context(config: dict) -> int | None:
@@ -59,7 +61,15 @@ def config_context(config: dict) -> int | None:
 
 
 def context_length(model_path: str, max_model_len: int | None) -> int:
-    """The context a run uses: --max-model-len, else the config's max_position_embeddings."""
+    """The context a run uses: --max-model-len, else the model's own (a folder's config
+    max_position_embeddings, a GGUF file's context_length: asked of its model source)."""
+    from harness.sources import kind_of_path
+
+    return kind_of_path(model_path).context_of(model_path, max_model_len)
+
+
+def folder_context_length(model_path: str, max_model_len: int | None) -> int:
+    """--max-model-len, else the config's max_position_embeddings (a local folder or a hub name)."""
     if max_model_len:
         return int(max_model_len)
     if Path(model_path).is_dir():
@@ -154,10 +164,26 @@ def encode_pair(tokenizer, eos_id: int | None, context: str, continuation: str) 
     return ctx, whole[len(ctx) :]
 
 
+def threads_from_env() -> int | None:
+    """HARNESS_THREADS (set by harness.parallel, or by the user), checked: None when unset."""
+    from harness.validate import MAX_WORKERS, ascii_int
+
+    n = os.environ.get("HARNESS_THREADS")
+    if not n:
+        return None
+    try:
+        threads = ascii_int(n)
+    except ValueError:
+        threads = 0
+    if not 1 <= threads <= MAX_WORKERS:
+        raise UserError(f"HARNESS_THREADS={n!r} is not a thread count: unset it or set it to 1..{MAX_WORKERS}")
+    return threads
+
+
 def cpu_threads_hint() -> None:
     """Workers sharing a CPU each get their share of the cores (set by harness.parallel)."""
-    n = os.environ.get("HARNESS_THREADS")
-    if n:
+    threads = threads_from_env()
+    if threads:
         import torch
 
-        torch.set_num_threads(max(1, int(n)))
+        torch.set_num_threads(threads)

@@ -1,17 +1,20 @@
 """A small client for OpenAI-compatible HTTP servers (vLLM, SGLang, TGI, llama.cpp, hosted APIs).
 
     ep = Endpoint("http://127.0.0.1:8000", api_key=None)
-    info = ep.describe("my-model")            # {"id", "root", "max_model_len"}; UserError when not served
-    body = ep.post("/completions", {...})     # retries 429/5xx/connection errors with back-off
+    info = ep.describe("my-model")                  # {"id", "root", "max_model_len"}; UserError when not served
+    reply = ep.post("/completions", {...}, Completion)  # validated; retries 429/5xx/bad replies with back-off
 
-Standard library only (urllib + threads in harness/runners/openai.py): the backend works in every
-environment the harness is installed in, .venv-vllm included (installed there with --no-deps), and
-needs no `openai` package.
+urllib for HTTP and pydantic for the reply schemas (harness/runners/replies.py): the backend works in
+every environment the harness is installed in, .venv-vllm included (installed there with --no-deps;
+pydantic is vLLM's own dependency), and needs no `openai` package.
 
-Retries: a 429, a 5xx (500, 502, 503, 504, ...) or a connection error (refused, reset, timed out) is
-tried again after 0.5 s, 1 s, 2 s, ... (doubled each time, at most 30 s; a 429's Retry-After header
-is honoured up to that cap), `retries` times; then EndpointError says what failed. Any other
-4xx is the request's fault and is not retried: RequestRejected carries the server's message.
+Retries: a 429, a 5xx (500, 502, 503, 504, ...), a connection error (refused, reset, timed out) or a
+malformed reply (not JSON, or not of the route's schema: a server mid-restart or overloaded can
+answer 200 with an empty or error body) is tried again after 0.5 s, 1 s, 2 s, ... (doubled each
+time, at most 30 s; a 429's Retry-After header is honoured up to that cap), `retries` times; then
+EndpointError says what failed, naming the server's last answer. A malformed reply is never
+returned, so it can never be stored as a prediction. Any other 4xx is the request's fault and is
+not retried: RequestRejected carries the server's message.
 """
 
 from __future__ import annotations
@@ -24,8 +27,13 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from typing import TypeVar
 
 from harness.errors import UserError
+from harness.runners.replies import ModelCard, ModelList, ReplyError, _Reply, parse
+
+R = TypeVar("R", bound=_Reply)
+_NOT_JSON = object()  # a 2xx answer whose body does not parse
 
 RETRY_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
 BACKOFF_START_S = 0.5
@@ -34,6 +42,10 @@ BACKOFF_CAP_S = 30.0
 
 class EndpointError(UserError):
     """The server cannot be reached or keeps failing (after the retries)."""
+
+
+class MalformedReply(EndpointError):
+    """The server kept answering with replies that are not of the route's shape."""
 
 
 class RequestRejected(UserError):
@@ -68,18 +80,22 @@ def api_key_from_env(var: str | None) -> str | None:
     return os.environ.get("OPENAI_API_KEY") or None
 
 
+def _one_line(text: str, limit: int = 300) -> str:
+    return " ".join(text.split())[:limit]
+
+
 def _error_text(body: bytes) -> str:
     """The server's own message from an error body (OpenAI: {"error": {"message"}}; vLLM: {"message"})."""
     try:
         data = json.loads(body)
     except ValueError:
-        return body.decode(errors="replace").strip()[:300]
+        return _one_line(body.decode(errors="replace"))
     if isinstance(data, dict):
         err = data.get("error", data)
         if isinstance(err, dict):
-            return str(err.get("message") or err.get("detail") or data)[:300]
-        return str(err)[:300]
-    return str(data)[:300]
+            return _one_line(str(err.get("message") or err.get("detail") or data))
+        return _one_line(str(err))
+    return _one_line(str(data))
 
 
 class Endpoint:
@@ -103,8 +119,8 @@ class Endpoint:
             h["Authorization"] = f"Bearer {self.api_key}"
         return h
 
-    def _once(self, method: str, path: str, payload: dict | None) -> tuple[int, dict | None, str, float | None]:
-        """(status, parsed body or None, error text, Retry-After seconds). Status 0: no answer."""
+    def _once(self, method: str, path: str, payload: dict | None) -> tuple[int, object, str, float | None]:
+        """(status, parsed JSON body or _NOT_JSON, error text, Retry-After seconds). Status 0: no answer."""
         data = None if payload is None else json.dumps(payload).encode()
         req = urllib.request.Request(self.base + path, data=data, method=method, headers=self._headers())
         try:
@@ -121,50 +137,60 @@ class Endpoint:
             return exc.code, None, _error_text(body) or exc.reason, retry_after
         except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut off
             reason = getattr(exc, "reason", exc)
-            return 0, None, str(reason) or type(exc).__name__, None
+            return 0, None, _one_line(str(reason)) or type(exc).__name__, None
         try:
             return status, json.loads(raw), "", None
-        except ValueError:
-            return 0, None, f"the answer is not JSON: {raw[:120]!r}", None
+        except (ValueError, RecursionError):
+            return status, _NOT_JSON, f"not JSON: {raw[:120]!r}", None
 
-    def request(self, method: str, path: str, payload: dict | None = None, retries: int | None = None) -> dict:
-        """The JSON answer of one request, tried again on 429/5xx/connection errors with back-off."""
+    def request(
+        self, method: str, path: str, schema: type[R], payload: dict | None = None, retries: int | None = None
+    ) -> R:
+        """The answer of one request as `schema`, tried again on 429/5xx/connection errors and on
+        malformed replies with back-off."""
         tries = 1 + (self.retries if retries is None else retries)
         delay = BACKOFF_START_S
-        status, err = 0, ""
+        status, err, bad_reply = 0, "", None
         for attempt in range(tries):
             status, body, err, retry_after = self._once(method, path, payload)
-            if 200 <= status < 300 and body is not None:
-                return body
-            if status in (401, 403):
+            bad_reply = None
+            if 200 <= status < 300:
+                try:
+                    if body is _NOT_JSON:
+                        raise ReplyError(err)
+                    return parse(schema, body)
+                except ReplyError as exc:
+                    bad_reply = str(exc)
+            elif status in (401, 403):
                 raise UserError(
                     f"{self.base} refused the request ({status}: {err}): check the key in --api-key-env "
                     "(default OPENAI_API_KEY)"
                 )
-            if status and status not in RETRY_STATUSES:
+            elif status and status not in RETRY_STATUSES:
                 raise RequestRejected(status, f"{self.base}{path} rejected the request ({status}: {err})")
             if attempt + 1 < tries:
                 wait = min(BACKOFF_CAP_S, max(delay, retry_after or 0.0))
                 self._sleep(wait)
                 delay = min(BACKOFF_CAP_S, delay * 2)
+        if bad_reply is not None:
+            raise MalformedReply(
+                f"the server at {self.base} answered {method} {path} with a malformed reply after {tries} tries: "
+                f"{bad_reply}"
+            )
         what = f"answered {status} ({err})" if status else f"cannot be reached ({err})"
         raise EndpointError(f"the server at {self.base} {what} after {tries} tries")
 
-    def post(self, path: str, payload: dict) -> dict:
-        return self.request("POST", path, payload)
+    def post(self, path: str, payload: dict, schema: type[R]) -> R:
+        return self.request("POST", path, schema, payload)
 
-    def models(self) -> list[dict]:
+    def models(self) -> list[ModelCard]:
         """/v1/models' entries. Unreachable at planning time is one clear error (few retries)."""
         try:
-            body = self.request("GET", "/models", retries=min(self.retries, 2))
+            return self.request("GET", "/models", ModelList, retries=min(self.retries, 2)).data
+        except MalformedReply as exc:
+            raise MalformedReply(f"{exc}; is --base-url an OpenAI-compatible API?") from None
         except EndpointError as exc:
             raise EndpointError(f"{exc}: start the server or fix --base-url") from None
-        data = body.get("data") if isinstance(body, dict) else None
-        if not isinstance(data, list):
-            raise UserError(
-                f"{self.base}/models did not list models (no 'data' list): is this an OpenAI-compatible API?"
-            )
-        return [m for m in data if isinstance(m, dict) and "id" in m]
 
     def describe(self, model: str) -> dict:
         """{"id", "root", "max_model_len"} of a served model; UserError listing the served ones if absent.
@@ -172,9 +198,8 @@ class Endpoint:
         `root` is what vLLM reports as the model the name serves (the checkpoint path or hub name;
         the id itself elsewhere), `max_model_len` the served context (None when not reported)."""
         served = self.models()
-        entry = next((m for m in served if m["id"] == model), None)
+        entry = next((m for m in served if m.id == model), None)
         if entry is None:
-            names = ", ".join(sorted(str(m["id"]) for m in served)) or "none"
+            names = ", ".join(sorted(m.id for m in served)) or "none"
             raise UserError(f"model {model!r} is not served at {self.base} (it serves: {names}): pass one with --model")
-        ctx = entry.get("max_model_len") or entry.get("context_length") or entry.get("max_context_length")
-        return {"id": model, "root": str(entry.get("root") or model), "max_model_len": int(ctx) if ctx else None}
+        return {"id": model, "root": entry.root or model, "max_model_len": entry.context}

@@ -20,9 +20,11 @@ stop strings cut the decoded text afterwards, which gives the same text as stopp
 
 from __future__ import annotations
 
+import pickle
 from typing import cast
 
 from harness.errors import UserError
+from harness.pickled import refused_load
 from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
 from harness.runners.common import (
     check_tokenizer_present,
@@ -34,6 +36,7 @@ from harness.runners.common import (
     rope_override_dict,
 )
 from harness.runners.registry import register_runner
+from harness.sources import load_target
 
 # Padded tokens per batch (rows × (prompt width + new tokens)): 8 rows at 4K, 1 row from 32K up.
 DEFAULT_BATCH_TOKENS = 32768
@@ -66,9 +69,11 @@ class HFRunner:
         self.model_path = model_path
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.max_model_len = context_length(model_path, settings.max_model_len)
+        # a folder or hub name as it is; a GGUF file as its folder + gguf_file (harness/sources/)
+        target = load_target(model_path)
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(model_path)
-            config = AutoConfig.from_pretrained(model_path)
+            self.tokenizer = AutoTokenizer.from_pretrained(target.tokenizer, **target.tokenizer_kwargs)
+            config = AutoConfig.from_pretrained(target.model, **target.kwargs)
         except (OSError, ValueError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise UserError(
@@ -93,12 +98,19 @@ class HFRunner:
         try:
             device_map = settings.extra.get("device_map")  # "auto": the layers spread over the visible GPUs
             self.model = AutoModelForCausalLM.from_pretrained(
-                model_path, config=config, dtype=dtype, attn_implementation="sdpa", device_map=device_map
+                target.model,
+                config=config,
+                dtype=dtype,
+                attn_implementation="sdpa",
+                device_map=device_map,
+                **target.kwargs,
             )
             if device_map is None:
                 # transformers types PreTrainedModel.to via functools.wraps (_Wrapped), which mypy does not
                 # bind to the instance, so it takes the device for `self`: a typing bug there, not here.
                 self.model = self.model.to(self.device)  # type: ignore[arg-type]
+        except pickle.UnpicklingError as exc:  # a .bin that torch.load(weights_only=True) refuses
+            raise refused_load(model_path, exc) from None
         except (SafetensorError, OSError) as exc:  # random bytes or a truncated weights file
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise UserError(

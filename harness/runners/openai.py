@@ -33,6 +33,7 @@ from harness.runners.base import GenerationRequest, LoglikelihoodRequest, Runner
 from harness.runners.common import cut_at_stop, encode_pair, prompt_ids
 from harness.runners.endpoint import Endpoint, RequestRejected, api_key_from_env
 from harness.runners.registry import register_runner
+from harness.runners.replies import ChatCompletion, Completion, CompletionChoice, ScoredCompletion
 
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 600.0
@@ -57,13 +58,12 @@ def prompt_logprobs_missing(endpoint: Endpoint, model: str, ids: list[int]) -> s
     with the reason instead of failing (or scoring 0) later."""
     payload = {"model": model, "prompt": ids, "max_tokens": 1, "temperature": 0.0, "logprobs": 1, "echo": True}
     try:
-        body = endpoint.post("/completions", payload)
+        choice = endpoint.post("/completions", payload, Completion).choices[0]
     except RequestRejected as exc:
         return f"the server refuses prompt log-probs (echo + logprobs): {exc}"
-    choice = (body.get("choices") or [{}])[0]
-    ranked = choice.get("prompt_logprobs")
-    plain = (choice.get("logprobs") or {}).get("token_logprobs")
-    if (isinstance(ranked, list) and len(ranked) >= len(ids)) or (isinstance(plain, list) and len(plain) >= len(ids)):
+    ranked = choice.prompt_logprobs
+    plain = choice.logprobs.token_logprobs if choice.logprobs else None
+    if (ranked is not None and len(ranked) >= len(ids)) or (plain is not None and len(plain) >= len(ids)):
         return None
     return (
         "the server returns no prompt log-probs (echo + logprobs), which loglikelihood tasks need (vLLM returns them)"
@@ -155,7 +155,7 @@ class OpenAIRunner:
                 # The answer prefix starts the assistant's turn (vLLM/SGLang extension).
                 payload.update(continue_final_message=True, add_generation_prompt=False)
             try:
-                body = self.endpoint.post("/chat/completions", payload)
+                chat = self.endpoint.post("/chat/completions", payload, ChatCompletion)
             except RequestRejected as exc:
                 hint = (
                     "; the answer prefix is sent as the start of the assistant's turn (continue_final_message), "
@@ -164,14 +164,14 @@ class OpenAIRunner:
                     else ""
                 )
                 raise UserError(f"{exc}{hint}") from None
-            choice = (body.get("choices") or [{}])[0]
-            text = (choice.get("message") or {}).get("content") or ""
+            # content is null only when a reasoning parser took the whole output as thinking.
+            text = chat.choices[0].message.content or ""
+            usage = chat.usage
         else:
             payload["prompt"] = r.prompt
-            body = self.endpoint.post("/completions", payload)
-            choice = (body.get("choices") or [{}])[0]
-            text = choice.get("text") or ""
-        self._note_count(n_prompt, (body.get("usage") or {}).get("prompt_tokens"))
+            completion = self.endpoint.post("/completions", payload, Completion)
+            text, usage = completion.choices[0].text, completion.usage
+        self._note_count(n_prompt, usage.prompt_tokens if usage else None)
         return cut_at_stop(text, r.stop)
 
     def generate(self, requests: list[GenerationRequest]) -> list[str]:
@@ -190,16 +190,20 @@ class OpenAIRunner:
             "logprobs": 1,
             "echo": True,
         }
-        body = self.endpoint.post("/completions", payload)
-        choice = (body.get("choices") or [{}])[0]
-        positions = range(len(ctx), len(ctx) + len(cont))
-        ranked = choice.get("prompt_logprobs")  # vLLM: {token id: {"logprob", "rank"}} per position
-        if isinstance(ranked, list) and len(ranked) >= positions.stop:
-            entries: list[dict] = [(ranked[p] or {}).get(str(t)) or {} for p, t in zip(positions, cont)]
-            if all("rank" in e and "logprob" in e for e in entries):
-                return sum(float(e["logprob"]) for e in entries), all(e["rank"] == 1 for e in entries)
-        lp = choice.get("logprobs") or {}
-        token_lps, tops = lp.get("token_logprobs"), lp.get("top_logprobs")
+        choice = self.endpoint.post("/completions", payload, ScoredCompletion).choices[0]
+        return self._sum_prompt_logprobs(choice, range(len(ctx), len(ctx) + len(cont)), cont)
+
+    def _sum_prompt_logprobs(self, choice: CompletionChoice, positions: range, cont: list[int]) -> tuple[float, bool]:
+        """(sum of the continuation's log-probs, whether each token is the top-1), from a reply the
+        schema checked (every value finite and <= 0, only position 0 without one)."""
+        ranked = choice.prompt_logprobs  # vLLM: {token id: {"logprob", "rank"}} per position
+        if ranked is not None and len(ranked) >= positions.stop:
+            entries = [(ranked[p] or {}).get(str(t)) for p, t in zip(positions, cont)]
+            if all(e is not None and e.rank is not None for e in entries):
+                return sum(e.logprob for e in entries if e), all(e.rank == 1 for e in entries if e)
+        lp = choice.logprobs
+        token_lps = lp.token_logprobs if lp else None
+        tops = lp.top_logprobs if lp else None
         if not token_lps or not tops or len(token_lps) < positions.stop:
             raise UserError(
                 f"{self.endpoint.base} returned no prompt log-probs (echo + logprobs): loglikelihood tasks "
@@ -208,12 +212,13 @@ class OpenAIRunner:
         total: float = 0.0
         greedy = True
         for pos in positions:
-            tok_lp = float(token_lps[pos])
+            tok_lp, top = token_lps[pos], tops[pos]
+            # The schema lets only position 0 go without; the context (never empty) comes first.
+            assert tok_lp is not None and top is not None
             total += tok_lp
             # The OpenAI form keys the top-1 by its text: greedy when the prompt token's own
             # log-prob is the best at its position.
-            best = max((tops[pos] or {"": tok_lp}).values())
-            greedy = greedy and tok_lp >= best
+            greedy = greedy and tok_lp >= max(top.values(), default=tok_lp)
         return total, greedy
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[tuple[float, bool]]:

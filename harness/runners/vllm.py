@@ -28,6 +28,7 @@ from harness.runners.common import (
     rope_override_dict,
 )
 from harness.runners.registry import register_runner
+from harness.sources import load_target
 
 _DTYPES = {
     "auto": "auto",
@@ -72,8 +73,10 @@ class VLLMRunner:
         self.settings = settings
         self.model_path = model_path
         self.max_model_len = context_length(model_path, settings.max_model_len)
-        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
-        config = AutoConfig.from_pretrained(model_path)
+        # a folder as it is; a GGUF file as its folder + gguf_file, with its converted tokenizer folder
+        target = load_target(model_path)
+        self.tokenizer = AutoTokenizer.from_pretrained(target.tokenizer, **target.tokenizer_kwargs)
+        config = AutoConfig.from_pretrained(target.model, **target.kwargs)
         dtype = _DTYPES[settings.dtype]
         if dtype == "auto":
             # vLLM's "auto" turns fp32 checkpoints into fp16/bf16; keep the checkpoint's own dtype
@@ -83,8 +86,9 @@ class VLLMRunner:
         self.dtype = dtype
         overrides = rope_override_dict(config, settings.rope_theta, settings.rope_scaling)
         self.llm = LLM(
-            model=model_path,
-            tokenizer=model_path,
+            model=model_path,  # vLLM takes a GGUF file's path as the model (where it reads GGUF at all)
+            # a folder: the tokenizer beside it; a GGUF file: the converted one (else vLLM converts it itself)
+            tokenizer=model_path if target.tokenizer_kwargs else target.tokenizer,
             dtype=dtype,
             tensor_parallel_size=settings.tensor_parallel_size,
             max_model_len=self.max_model_len,

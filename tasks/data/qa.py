@@ -25,7 +25,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any
 
+from pydantic import ConfigDict, StrictStr, TypeAdapter, ValidationError
+
 from harness.errors import TaskUnavailable
+from harness.results_schema import describe
+from tasks.data.reader import DataFileError, Row, check_regular, decode_json, open_binary, parse_json
 
 
 @dataclass
@@ -41,6 +45,42 @@ FIXES = {
     "hotpotqa": "pass --hotpotqa PATH (hotpot_dev_distractor_v1.json) or set HARNESS_HOTPOTQA",
 }
 ENV = {"squad": "HARNESS_SQUAD", "hotpotqa": "HARNESS_HOTPOTQA"}
+
+
+# The shapes the readers below use (the official files hold more fields; those pass through).
+class SquadAnswer(Row):
+    text: str
+
+
+class SquadQuestion(Row):
+    question: str
+    is_impossible: bool
+    answers: list[SquadAnswer]
+
+
+class SquadParagraph(Row):
+    context: str
+    qas: list[SquadQuestion]
+
+
+class SquadArticle(Row):
+    paragraphs: list[SquadParagraph]
+
+
+class SquadFile(Row):
+    data: list[SquadArticle]
+
+
+class HotpotQuestion(Row):
+    model_config = ConfigDict(strict=False, extra="allow")  # lax only so a JSON [title, sentences] is a tuple
+
+    question: StrictStr
+    answer: StrictStr
+    context: list[tuple[StrictStr, list[StrictStr]]]
+
+
+SHAPES: dict[str, TypeAdapter[Any]] = {"squad": TypeAdapter(SquadFile), "hotpotqa": TypeAdapter(list[HotpotQuestion])}
+_HOTPOT_ITEM = TypeAdapter(HotpotQuestion)
 
 
 def read_squad(data: dict) -> tuple[list[dict], list[str]]:
@@ -68,6 +108,7 @@ def read_hotpotqa(data: Iterable) -> tuple[list[dict], list[str]]:
     # question dicts are not kept, so `data` can be a stream (_array_elements)
     per_question, heads = [], []
     for d in data:
+        _HOTPOT_ITEM.validate_python(d)  # a streamed element is checked as it arrives
         per_question.append([f"{t}\n{''.join(p)}" for t, p in d["context"]])
         heads.append((d["question"], d["answer"]))
     docs = sorted({c for texts in per_question for c in texts})
@@ -164,33 +205,21 @@ def _hotpotqa_streamed(path: Path) -> tuple[list[dict], list[str], str] | None:
     for the same result or error as always."""
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
+        with open_binary(path, FIXES["hotpotqa"]) as f:
             qas, docs = read_hotpotqa(_array_elements(f, digest))
-    except (_NotStreamable, ValueError, KeyError, TypeError):
+    except (_NotStreamable, ValueError, KeyError, TypeError, RecursionError):  # ValidationError is a ValueError
         return None
     return qas, docs, digest.hexdigest()[:16]
 
 
-def _online() -> bool:
-    """One quick connection attempt, so offline machines fail fast instead of retrying for 20 s."""
-    import socket
-
-    try:
-        socket.create_connection(("huggingface.co", 443), timeout=2).close()
-        return True
-    except OSError:
-        return False
-
-
 def _from_hub(name: str):
     """The hub copies converted to the official JSON layout (only when online)."""
-    if os.environ.get("HF_DATASETS_OFFLINE") == "1" or os.environ.get("HF_HUB_OFFLINE") == "1" or not _online():
-        return None
-    try:
-        import datasets
+    from tasks import hub
 
+    try:
+        hub.check()  # offline or unreachable: None at once, without a request
         if name == "squad":
-            ds = datasets.load_dataset("rajpurkar/squad_v2", split="validation")
+            ds = hub.load_dataset("rajpurkar/squad_v2", split="validation")
             arts: dict[str, dict] = {}
             for r in ds:
                 art = arts.setdefault(r["title"], {"paragraphs": {}})
@@ -203,7 +232,7 @@ def _from_hub(name: str):
                     }
                 )
             return {"data": [{"paragraphs": list(a["paragraphs"].values())} for a in arts.values()]}
-        ds = datasets.load_dataset("hotpotqa/hotpot_qa", "distractor", split="validation")
+        ds = hub.load_dataset("hotpotqa/hotpot_qa", "distractor", split="validation")
         return [
             {
                 "question": r["question"],
@@ -220,16 +249,16 @@ def _from_hub(name: str):
 def _load(name: str, path: str | None) -> QaData:
     if path:
         p = Path(path).expanduser()
-        if not p.is_file():
+        if not p.exists():
             raise TaskUnavailable(f"{name} data not found at {p}: {FIXES[name]}")
+        check_regular(p, FIXES[name])  # a FIFO or device: refused before it is opened
         streamed = _hotpotqa_streamed(p) if name == "hotpotqa" else None
         if streamed and streamed[0]:
             return QaData(qas=streamed[0], docs=streamed[1], hash=streamed[2], source=str(p))
-        raw_bytes = p.read_bytes()
-        try:
-            raw = json.loads(raw_bytes)
-        except ValueError:
-            raise TaskUnavailable(f"{p} is not JSON: {FIXES[name]}") from None
+        with open_binary(p, FIXES[name]) as f:
+            raw_bytes = f.read()
+        # Read whole: decodable, valid JSON, the official file's shape; one line naming the problem.
+        raw = parse_json(decode_json(raw_bytes, p, FIXES[name]), p, FIXES[name], SHAPES[name])
         source = str(p)
     else:
         raw = _from_hub(name)
@@ -240,9 +269,10 @@ def _load(name: str, path: str | None) -> QaData:
         raw_bytes = json.dumps(raw, sort_keys=True).encode()
         source = "hub"
     try:
-        qas, docs = read_squad(raw) if name == "squad" else read_hotpotqa(raw)
-    except (KeyError, TypeError) as exc:
-        raise TaskUnavailable(f"{source} does not look like {name} (missing field {exc}): {FIXES[name]}") from None
+        SHAPES[name].validate_python(raw)  # files were checked above; a hub copy of another shape here
+    except ValidationError as exc:
+        raise DataFileError(f"{source} does not look like {name} ({describe(exc)}): {FIXES[name]}") from None
+    qas, docs = read_squad(raw) if name == "squad" else read_hotpotqa(raw)
     if not qas:
         raise TaskUnavailable(f"{source} holds no answerable questions: {FIXES[name]}")
     return QaData(qas=qas, docs=docs, hash=hashlib.sha256(raw_bytes).hexdigest()[:16], source=source)

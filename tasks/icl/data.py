@@ -18,7 +18,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from pydantic import Field
+
 from harness.errors import TaskUnavailable
+from tasks.data.reader import Row, read_json, read_jsonl
 
 ENV_VAR = "HARNESS_ICL_DATA"
 NUM_LABELS = {"trec_coarse": 6, "trec_fine": 50, "banking77": 77, "clinic150": 151, "nlu": 68}
@@ -32,41 +35,33 @@ class ICLData:
     hash: str
 
 
-def _offline() -> bool:
-    return any(
-        os.environ.get(v, "").strip() not in ("", "0", "false", "False")
-        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    )
+class IclRow(Row):
+    text: str
+    label: int = Field(ge=0)
+
+
+_ROW_FIX = 'write rows {"text": str, "label": int} (label: the index of its name in labels.json)'
+_LABELS_FIX = 'write labels.json as a list of label names, ["name of 0", "name of 1", ...]'
 
 
 def _read_rows(path: Path) -> tuple[tuple[str, int], ...]:
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                r = json.loads(line)
-                if "text" not in r or "label" not in r:
-                    raise TaskUnavailable(
-                        f'{path} line {n} lacks "text" or "label": write rows {{"text": str, "label": int}}'
-                    )
-                rows.append((r["text"], int(r["label"])))
-    return tuple(rows)
+    return tuple((r["text"], r["label"]) for r in read_jsonl(path, _ROW_FIX, row=IclRow))
 
 
 def _local(folder: Path, name: str):
     d = folder / name
     files = [d / "train.jsonl", d / "test.jsonl", d / "labels.json"]
-    missing = [str(f) for f in files if not f.is_file()]
+    missing = [str(f) for f in files if not f.exists()]  # anything else there: the reader says what
     if missing:
         raise TaskUnavailable(
             f"ICL data file {missing[0]} not found: {ENV_VAR} must hold {name}/train.jsonl, test.jsonl and labels.json"
         )
-    labels = tuple(json.loads(files[2].read_text(encoding="utf-8")))
+    labels = tuple(read_json(files[2], _LABELS_FIX, shape=list[str]))
     return _read_rows(files[0]), _read_rows(files[1]), labels
 
 
 def _hub(name: str):
-    from datasets import load_dataset
+    from tasks.hub import load_dataset
 
     def rows(ds, label_field):
         return tuple((r["text"], int(r[label_field])) for r in ds)
@@ -95,17 +90,19 @@ def _hub(name: str):
 def _load(name: str, folder: str | None) -> ICLData:
     if folder:
         train, test, labels = _local(Path(folder), name)
-    elif _offline():
-        raise TaskUnavailable(
-            f"ICL data for {name} not found (offline): set {ENV_VAR}=DIR with {name}/train.jsonl, test.jsonl, labels.json"
-        )
     else:
+        from tasks import hub
+        from tasks.data_sources import source
+
         try:
             train, test, labels = _hub(name)
-        except Exception as exc:  # any hub failure becomes one TaskUnavailable line  # noqa: BLE001
-            msg = str(exc).splitlines()[0][:150] if str(exc) else type(exc).__name__
+        except hub.HubUnreachable as exc:
             raise TaskUnavailable(
-                f"ICL data for {name} could not be loaded from the hub ({msg}): set {ENV_VAR}=DIR"
+                f"ICL data for {name} not found ({hub.first_line(exc)}): {source('icl').fix()}"
+            ) from None
+        except Exception as exc:  # any hub failure becomes one TaskUnavailable line  # noqa: BLE001
+            raise TaskUnavailable(
+                f"ICL data for {name} could not be loaded from the hub ({hub.first_line(exc)}): {source('icl').fix()}"
             ) from None
     bad = [lab for _, lab in train + test if not 0 <= lab < len(labels)]
     if bad:

@@ -20,7 +20,10 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from pydantic import Field
+
 from harness.errors import TaskUnavailable
+from tasks.data.reader import Row, read_jsonl
 
 ENV_VAR = "HARNESS_LONGBENCH"
 HUB_REPO = "THUDM/LongBench"
@@ -47,53 +50,48 @@ def data_dir() -> Path | None:
     return Path(env) if env else None
 
 
-def _offline() -> bool:
-    return any(
-        os.environ.get(v, "").strip() not in ("", "0", "false", "False")
-        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    )
-
-
 def _find_local(folder: Path, name: str) -> Path | None:
     for cand in (folder / f"{name}.jsonl", folder / "data" / f"{name}.jsonl"):
-        if cand.is_file():
+        if cand.exists():  # not only a regular file: the reader refuses a FIFO or folder by name
             return cand
     return None
 
 
+class LongBenchRecord(Row):
+    """A line of the reference's <name>.jsonl (the fields the prompts, metrics and buckets use)."""
+
+    input: str
+    context: str
+    answers: list[str]
+    length: int = Field(ge=0)
+    all_classes: list[str] | None = None
+    language: str | None = None
+    dataset: str | None = None
+
+
+_FIX = "re-extract the reference's LongBench data (THUDM/LongBench data.zip)"
+
+
 def _read_jsonl(path: Path) -> list[dict]:
-    records = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                raise TaskUnavailable(
-                    f"{path} line {n} is not JSON: re-extract the reference's LongBench data"
-                ) from None
-            missing = [k for k in ("input", "context", "answers") if k not in rec]
-            if missing:
-                raise TaskUnavailable(f"{path} line {n} lacks {', '.join(missing)}: it is not a LongBench jsonl file")
-            records.append(rec)
-    return records
+    return read_jsonl(path, _FIX, row=LongBenchRecord)
 
 
 def _from_hub(name: str) -> list[dict]:
+    """The hub's copy: the dataset config `name`, else the raw data.zip (script-based hub repos fail
+    on datasets>=4). Every hub request goes through tasks.hub: offline, it fails at once."""
+    from tasks import hub
+
     errors = []
     try:
-        from datasets import load_dataset
-
-        return [dict(r) for r in load_dataset(HUB_REPO, name, split="test")]
-    except Exception as exc:  # script-based hub repos fail on datasets>=4; try the raw files  # noqa: BLE001
-        errors.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return [dict(r) for r in hub.load_dataset(HUB_REPO, name, split="test")]
+    except hub.HubUnreachable as exc:
+        raise TaskUnavailable(f"LongBench {name} not found ({hub.first_line(exc)}): {_fix()}") from None
+    except Exception as exc:  # noqa: BLE001  (any other hub failure: try the raw files)
+        errors.append(hub.first_line(exc))
     try:
         import zipfile
 
-        from huggingface_hub import hf_hub_download
-
-        archive = Path(hf_hub_download(HUB_REPO, "data.zip", repo_type="dataset"))
+        archive = Path(hub.download(HUB_REPO, "data.zip"))
         out = archive.parent / "extracted"
         if not (out / "data" / f"{name}.jsonl").is_file():
             with zipfile.ZipFile(archive) as z:
@@ -103,11 +101,14 @@ def _from_hub(name: str) -> list[dict]:
             return _read_jsonl(found)
         errors.append(f"data.zip has no {name}.jsonl")
     except Exception as exc:  # every hub failure is collected into one TaskUnavailable line  # noqa: BLE001
-        errors.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    raise TaskUnavailable(
-        f"LongBench {name} could not be loaded from the hub ({'; '.join(errors)[:200]}): "
-        f"set {ENV_VAR}=DIR with the reference's jsonl files"
-    )
+        errors.append(hub.first_line(exc))
+    raise TaskUnavailable(f"LongBench {name} could not be loaded from the hub ({'; '.join(errors)[:200]}): {_fix()}")
+
+
+def _fix() -> str:
+    from tasks.data_sources import source
+
+    return source("longbench").fix()
 
 
 @lru_cache(maxsize=64)
@@ -120,11 +121,6 @@ def _load(name: str, folder: Path | None) -> tuple[tuple[dict, ...], str]:
                 f"or point {ENV_VAR} at the folder that holds it"
             )
         records = _read_jsonl(path)
-    elif _offline():
-        raise TaskUnavailable(
-            f"LongBench data for {name} not found (offline): set {ENV_VAR}=DIR to a folder with the "
-            "reference's jsonl files (THUDM/LongBench data.zip)"
-        )
     else:
         records = _from_hub(name)
     if not records:

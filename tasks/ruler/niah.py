@@ -13,6 +13,7 @@ one noise line, one essay word, one distractor needle.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import uuid
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.errors import UserError
 from tasks.data import essays as essays_mod
 from tasks.data.words import adjectives, nouns, random_pair, words_hash
 from tasks.ruler import templates as T
@@ -105,7 +107,9 @@ class EssayCosts:
             tok = hashlib.sha256(counter.backend.to_str().encode()).hexdigest()[:16]
             self.path = Path(cache) / "essay_costs" / f"{tok}-{corpus_hash}.npy"
             try:
-                loaded = np.load(self.path)
+                from harness.paths import read_regular
+
+                loaded = np.load(io.BytesIO(read_regular(self.path)))  # not a regular file: ignored
                 if loaded.ndim == 1 and loaded[0] == 0 and len(loaded) <= self.W + 1:
                     self.cum = loaded.astype(np.int64)
             except (OSError, ValueError):
@@ -130,14 +134,15 @@ class EssayCosts:
             self._save()
 
     def _save(self) -> None:
+        from harness.atomic import atomic_write
+
         assert self.path is not None
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.stem}.{os.getpid()}.tmp.npy")
-            np.save(tmp, self.cum)
-            os.replace(tmp, self.path)  # atomic: concurrent processes never read a torn file
-        except OSError:
-            pass  # a read-only cache only costs speed
+        buf = io.BytesIO()
+        np.save(buf, self.cum)
+        try:  # atomic: concurrent processes never read a torn file; a killed one's temp is cleaned later
+            atomic_write(self.path, buf.getvalue())
+        except UserError:
+            pass  # a read-only or full cache only costs speed
 
     def __call__(self, n: np.ndarray) -> np.ndarray:
         """tokens(first n words of the repeated corpus), up to the junctions between copies."""

@@ -18,26 +18,61 @@ import random
 from functools import lru_cache
 from pathlib import Path
 
+from pydantic import Field, StrictInt, StrictStr, model_validator
+
 from harness.errors import TaskUnavailable
+from tasks.data.reader import Row, read_jsonl
 
 MMLU_ENV = "HARNESS_MMLU"
 HELLASWAG_ENV = "HARNESS_HELLASWAG"
-
-
-def _offline() -> bool:
-    return any(
-        os.environ.get(v, "").strip() not in ("", "0", "false", "False")
-        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    )
 
 
 def cache_root() -> Path:
     return Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "longctx-harness")) / "short"
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+class MmluRow(Row):
+    """cais/mmlu "all": answer is the index of the right choice."""
+
+    question: str
+    subject: str
+    choices: list[str] = Field(min_length=2)
+    answer: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _answer_is_a_choice(self) -> MmluRow:
+        if self.answer >= len(self.choices):
+            raise ValueError(f"answer {self.answer} is not an index of its {len(self.choices)} choices")
+        return self
+
+
+class HellaSwagRow(Row):
+    """Rowan/hellaswag: label is the index of the right ending (a digit string there, or an int)."""
+
+    ctx: str
+    ctx_a: str
+    ctx_b: str
+    activity_label: str
+    endings: list[str] = Field(min_length=2)
+    label: StrictInt | StrictStr
+
+    @model_validator(mode="after")
+    def _label_is_an_ending(self) -> HellaSwagRow:
+        label = self.label
+        if isinstance(label, str):
+            if not (label.isascii() and label.isdigit()):
+                raise ValueError(f"label {label!r} is not an ending's index")
+            label = int(label)
+        if not 0 <= label < len(self.endings):
+            raise ValueError(f"label {label} is not an index of its {len(self.endings)} endings")
+        return self
+
+
+_FIX = "write the hub dataset's rows as JSON Lines (see tasks/short/data.py for the fields)"
+
+
+def _read_jsonl(path: Path, row: type[Row]) -> list[dict]:
+    return read_jsonl(path, _FIX, row=row)
 
 
 def _hash_rows(*splits: list[dict]) -> str:
@@ -50,39 +85,36 @@ def _hash_rows(*splits: list[dict]) -> str:
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    os.replace(tmp, path)
+    from harness.atomic import atomic_write
+
+    atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
-def _rows(env: str, files: list[str], hub: tuple[str, str | None], what: str) -> list[list[dict]]:
+def _rows(env: str, files: list[str], repo: tuple[str, str | None], what: str, row: type[Row]) -> list[list[dict]]:
     folder = os.environ.get(env)
     if folder:
         paths = [Path(folder) / f for f in files]
-        missing = [str(p) for p in paths if not p.is_file()]
+        missing = [str(p) for p in paths if not p.exists()]  # anything else there: the reader says what
         if missing:
             raise TaskUnavailable(
                 f"{what} file {missing[0]} not found: {env} must name a folder with {', '.join(files)}"
             )
-        return [_read_jsonl(p) for p in paths]
-    if _offline():
-        raise TaskUnavailable(f"{what} data not found (offline): set {env}=DIR to a folder with {', '.join(files)}")
-    try:
-        from datasets import load_dataset
+        return [_read_jsonl(p, row) for p in paths]
+    from tasks import hub
+    from tasks.data_sources import source
 
-        return [[dict(r) for r in load_dataset(hub[0], hub[1], split=f.removesuffix(".jsonl"))] for f in files]
+    fix = source(what.lower()).fix()
+    try:
+        return [[dict(r) for r in hub.load_dataset(repo[0], repo[1], split=f.removesuffix(".jsonl"))] for f in files]
+    except hub.HubUnreachable as exc:
+        raise TaskUnavailable(f"{what} data not found ({hub.first_line(exc)}): {fix}") from None
     except Exception as exc:  # any hub failure becomes one TaskUnavailable line  # noqa: BLE001
-        raise TaskUnavailable(
-            f"{what} could not be loaded from the hub ({str(exc).splitlines()[0][:150] if str(exc) else type(exc).__name__}): "
-            f"set {env}=DIR with {', '.join(files)}"
-        ) from None
+        raise TaskUnavailable(f"{what} could not be loaded from the hub ({hub.first_line(exc)}): {fix}") from None
 
 
 @lru_cache(maxsize=4)
 def _mmlu(folder_key: str | None) -> tuple[dict[str, dict[str, str]], list[tuple[str, int]], str]:
-    test, dev = _rows(MMLU_ENV, ["test.jsonl", "dev.jsonl"], ("cais/mmlu", "all"), "MMLU")
+    test, dev = _rows(MMLU_ENV, ["test.jsonl", "dev.jsonl"], ("cais/mmlu", "all"), "MMLU", MmluRow)
     digest = _hash_rows(test, dev)
     by_subject: dict[str, dict[str, list[dict]]] = {}
     for split, rows in (("test", test), ("dev", dev)):
@@ -119,7 +151,7 @@ def mmlu_files() -> tuple[dict[str, dict[str, str]], list[tuple[str, int]], str]
 
 @lru_cache(maxsize=4)
 def _hellaswag(folder_key: str | None) -> tuple[str, tuple[int, ...], str]:
-    (rows,) = _rows(HELLASWAG_ENV, ["validation.jsonl"], ("Rowan/hellaswag", None), "HellaSwag")
+    (rows,) = _rows(HELLASWAG_ENV, ["validation.jsonl"], ("Rowan/hellaswag", None), "HellaSwag", HellaSwagRow)
     digest = _hash_rows(rows)
     path = cache_root() / f"hellaswag-{digest}" / "validation.jsonl"
     if not path.is_file():

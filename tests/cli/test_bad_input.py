@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,81 @@ BAD_RESULTS = {
     "binary-garbage": bytes(range(256)) * 4,
     "deeply-nested": "[" * 200000,
 }
+# A schema-2 file: intervals and per-sample scores (the fields the bootstrap and pairing read).
+GOOD2 = _variant(
+    lambda d: (
+        d.update(schema_version=2),
+        _suite(d)["per_task"]["vt"]["4096"].update(ci_low=60.0, ci_high=80.0),
+        _suite(d).update(
+            samples={
+                "vt": {
+                    "4096": {
+                        "task_version": "1",
+                        "dataset_hash": "h",
+                        "seed": 42,
+                        "index": [0, 1],
+                        "scores": {"10": [1.0, 0.0], "20": [1.0, 1.0]},
+                    }
+                }
+            }
+        ),
+    )
+)
+
+
+def _variant2(edit):
+    data = json.loads(json.dumps(GOOD2))
+    edit(data)
+    return data
+
+
+def _block(d):
+    return _suite(d)["samples"]["vt"]["4096"]
+
+
+def _cell(d):
+    return _suite(d)["per_task"]["vt"]["4096"]
+
+
+# Stored fields of the wrong type or range (issue 24, section 4): each is one error naming the field,
+# never an average over a 1.5 or a traceback in the bootstrap.
+BAD_RESULTS_2 = {
+    "ci-bound-string": _variant2(lambda d: _cell(d).update(ci_low="60")),
+    "ci-bound-nan": json.dumps(GOOD2).replace('"ci_low": 60.0', '"ci_low": NaN'),
+    "ci-bound-inf": json.dumps(GOOD2).replace('"ci_high": 80.0', '"ci_high": Infinity'),
+    "ci-reversed": _variant2(lambda d: _cell(d).update(ci_low=90.0, ci_high=10.0)),
+    "sample-score-above-1": _variant2(lambda d: _block(d)["scores"].update({"10": [1.5, 0.0]})),
+    "sample-score-negative": _variant2(lambda d: _block(d)["scores"].update({"10": [-3, 0.0]})),
+    "sample-score-string": _variant2(lambda d: _block(d)["scores"].update({"10": ["1", 0.0]})),
+    "scores-shorter-than-index": _variant2(lambda d: _block(d)["scores"].update({"10": [1.0]})),
+    "index-negative": _variant2(lambda d: _block(d).update(index=[-1, 1])),
+    "index-repeated": _variant2(lambda d: _block(d).update(index=[0, 0])),
+    "block-without-scores": _variant2(lambda d: _block(d).pop("scores")),
+    "length-key-negative": _variant2(lambda d: _suite(d)["per_task"]["vt"].update({"-4096": _stats(50.0)})),
+    "lengths-negative": _variant2(lambda d: _suite(d).update(lengths=[-4096, 8192])),
+    "mean-above-100": _variant2(lambda d: _cell(d).update(mean=150.0, max=151.0, ci_high=152.0)),
+    "mean-outside-min-max": _variant2(lambda d: _cell(d).update(mean=10.0)),
+    "n-zero": _variant2(lambda d: _cell(d).update(n=0)),
+    "std-negative": _variant2(lambda d: _cell(d).update(std=-1.0)),
+    "step-string": _variant2(lambda d: d["run"]["checkpoints"][0].update(step="10")),
+    "throughput-string": _variant2(
+        lambda d: d["provenance"].update(throughput={"seconds_per_sample": {"vt": {"4096": "fast"}}})
+    ),
+    "heatmap-above-100": _variant2(
+        lambda d: _suite(d).update(
+            depth_heatmap={
+                "tasks": ["vt"],
+                "bins": [[0, 10]],
+                "lengths": [4096],
+                "cells": {"4096": [{"mean": 150.0, "n": 1, "checkpoints": 2}]},
+            }
+        )
+    ),
+    "bool-as-count": _variant2(lambda d: _suite(d)["per_length"]["4096"].update(tasks_covered=True)),
+    "run-name-carriage-return": _variant2(lambda d: d["run"].update(name="run\r=HYPERLINK(1)")),
+    "run-name-escape-sequence": _variant2(lambda d: d["run"].update(name="\x1b[2Jrun")),
+}
+BAD_RESULTS.update(BAD_RESULTS_2)
 LEADERBOARD_BAD = [
     "suite-is-string",
     "mean-is-string",
@@ -150,9 +226,138 @@ def ws(tmp_path_factory, tiny_llama_dir):
     rec.update(task_version="1", length="4k", index=0, seed=42, score="high")
     (bad / "samples.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(rec) + "\n")
     (root / "store-foreign.jsonl").write_text('{"type": "header", "schema_version": 99}\n')
+    (res / "good2.json").write_text(json.dumps(GOOD2))
+    _bad_stores(root, header)
+    _data_files(root)
+    _outputs(root)
     (root / "afile").write_text("a file where a directory is expected\n")
     (root / "text.bin").write_bytes(bytes(range(256)))
     return root
+
+
+RECORD = {
+    "type": "sample",
+    "run": "r",
+    "checkpoint": {"path": "c", "step": 1, "fingerprint": "f"},
+    "suite": "ruler",
+    "task": "vt",
+    "task_version": "1",
+    "length": 4096,
+    "index": 0,
+    "seed": 42,
+    "dataset_hash": "h",
+    "prediction": "x",
+    "score": 1.0,
+    "metric": "string_match_all",
+    "num_tokens": 10,
+    "settings": {},
+    "metadata": {},
+}
+# name -> the record's edit (a samples.jsonl of a header and that one line)
+BAD_RECORDS = {
+    "run-carriage-return": {"run": "a\rb"},
+    "score-above-1": {"score": 1.5},
+    "score-negative": {"score": -3},
+    "score-string": {"score": "1"},
+    "length-negative": {"length": -4096},
+    "index-negative": {"index": -2},
+    "seed-negative": {"seed": -1},
+    "length-bool": {"length": True},
+    "no-fingerprint": {"checkpoint": {"path": "c", "step": 1}},
+    "settings-list": {"settings": [1]},
+    "nll-string": {"metadata": {"nll": "x", "tokens": 3}},
+    "tokens-zero": {"metadata": {"nll": 1.0, "tokens": 0}},
+    "depth-above-100": {"metadata": {"answer_depths": [150.0]}},
+    "eval-seconds-negative": {"eval_seconds": -1.0},
+}
+
+
+def _bad_stores(root: Path, header: dict) -> None:
+    for name, edit in BAD_RECORDS.items():
+        d = root / f"store-{name}"
+        d.mkdir()
+        (d / "samples.jsonl").write_text(json.dumps(header) + "\n" + json.dumps({**RECORD, **edit}) + "\n")
+    d = root / "store-score-nan"
+    d.mkdir()
+    (d / "samples.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(RECORD).replace("1.0", "NaN") + "\n")
+    d = root / "store-fifo"
+    d.mkdir()
+    os.mkfifo(d / "samples.jsonl")
+
+
+def _jsonl(path: Path, rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+
+
+NOT_UTF8 = b"\xff\xfe\x80 not utf-8 \xc3\x28"
+
+
+def _data_files(root: Path) -> None:
+    """Data files named by --essays/--squad/--hotpotqa/--longbench and the HARNESS_* variables."""
+    d = root / "data"
+    d.mkdir()
+    (d / "essays-latin1.txt").write_bytes(NOT_UTF8 * 50)
+    os.mkfifo(d / "essays-fifo.txt")
+    (d / "essays-dir").mkdir()
+    (d / "essays-dir" / "a.txt").write_text("word " * 200)
+    os.mkfifo(d / "essays-dir" / "b.txt")
+    (d / "essays-list.json").write_text("[1, 2]")
+    (d / "essays-text-number.json").write_text('{"text": 5}')
+    os.mkfifo(d / "squad-fifo.json")
+    (d / "squad-shape.json").write_text('{"data": "x"}')
+    (d / "squad-impossible-string.json").write_text(
+        json.dumps(
+            {
+                "data": [
+                    {"paragraphs": [{"context": "c", "qas": [{"question": "q", "is_impossible": "no", "answers": []}]}]}
+                ]
+            }
+        )
+    )
+    (d / "hotpot-latin1.json").write_bytes(b"[" + NOT_UTF8 + b"]")
+    good_ppl = {"text": "a long document " * 100}
+    _jsonl(d / "ppl-rows-not-objects.jsonl", [good_ppl, "[1, 2]"])
+    _jsonl(d / "ppl-bad-json-line.jsonl", [good_ppl, '{"text": "unterminated'])
+    _jsonl(d / "ppl-text-number.jsonl", [{"text": 12345}])
+    (d / "ppl-latin1.txt").write_bytes(NOT_UTF8 * 10)
+    os.mkfifo(d / "ppl-fifo.jsonl")
+    (d / "ppl-dir").mkdir()
+    os.mkfifo(d / "ppl-dir" / "doc.txt")
+    lb = {"input": "q", "context": "c", "answers": ["a"], "length": 10, "all_classes": None, "_id": "x"}
+    _jsonl(d / "lb-answers-string" / "trec.jsonl", [{**lb, "answers": "a"}])
+    _jsonl(d / "lb-length-string" / "trec.jsonl", [{**lb, "length": "10"}])
+    _jsonl(d / "lb-no-context" / "trec.jsonl", [{k: v for k, v in lb.items() if k != "context"}])
+    (d / "lb-latin1").mkdir()
+    (d / "lb-latin1" / "trec.jsonl").write_bytes(NOT_UTF8)
+    (d / "lb-fifo").mkdir()
+    os.mkfifo(d / "lb-fifo" / "trec.jsonl")
+    icl = {"text": "what is it?", "label": 0}
+    for name, train, labels in (
+        ("icl-label-string", [{**icl, "label": "0"}], ["A", "B"]),
+        ("icl-label-negative", [{**icl, "label": -1}], ["A", "B"]),
+        ("icl-label-nan", ['{"text": "x", "label": NaN}'], ["A", "B"]),
+        ("icl-labels-not-list", [icl], {"0": "A"}),
+        ("icl-bad-json-line", [icl, "{oops"], ["A", "B"]),
+    ):
+        _jsonl(d / name / "trec_coarse" / "train.jsonl", train)
+        _jsonl(d / name / "trec_coarse" / "test.jsonl", [icl])
+        (d / name / "trec_coarse" / "labels.json").write_text(json.dumps(labels))
+    mmlu = {"question": "q?", "subject": "anatomy", "choices": ["a", "b", "c", "d"], "answer": 1}
+    for name, row in (
+        ("mmlu-answer-out-of-range", {**mmlu, "answer": 7}),
+        ("mmlu-choices-string", {**mmlu, "choices": "abcd"}),
+    ):
+        _jsonl(d / name / "test.jsonl", [row])
+        _jsonl(d / name / "dev.jsonl", [mmlu] * 5)
+    hs = {"ctx": "c", "ctx_a": "a", "ctx_b": "b", "activity_label": "x", "endings": ["1", "2", "3", "4"], "label": "x"}
+    _jsonl(d / "hs-label-text" / "validation.jsonl", [hs])
+
+
+def _outputs(root: Path) -> None:
+    """Output paths in the way: results.json or index.html that is a directory."""
+    (root / "out-resdir" / "results.json").mkdir(parents=True)
+    (root / "out-lbdir" / "index.html").mkdir(parents=True)
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -164,7 +369,9 @@ def _tree(root: Path) -> dict[str, str]:
         for f in filenames:
             p = os.path.join(dirpath, f)
             st = os.stat(p)
-            if st.st_size > 65536:
+            if not stat.S_ISREG(st.st_mode):
+                out[os.path.relpath(p, root)] = f"special:{st.st_mode}"
+            elif st.st_size > 65536:
                 out[os.path.relpath(p, root)] = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
             else:
                 out[os.path.relpath(p, root)] = hashlib.sha256(Path(p).read_bytes()).hexdigest()
@@ -327,20 +534,257 @@ CASES: list[tuple[str, list[str]]] = [
     ("demo-out-is-a-file", ["demo", "--out", "afile"]),
     ("demo-dtype-choice", DEMO + ["--dtype", "fp16"]),
     ("demo-window-text", DEMO + ["--window", "wide"]),
+    # ==== issue 24, section 4 ====
+    # ---- stored files: results.json fields of the wrong type or range (report cases above cover them all)
+    *[(f"leaderboard-{name}", ["leaderboard", f"results/{name}.json", "--out", "out-lb"]) for name in BAD_RESULTS_2],
+    *[(f"plan-{name}", ["plan", "--baseline", f"results/{name}.json", "--delta", "5"]) for name in BAD_RESULTS_2],
+    # ---- stored files: samples.jsonl records of the wrong type or range
+    *[(f"report-store-{name}", ["report", f"store-{name}"]) for name in [*BAD_RECORDS, "score-nan", "fifo"]],
+    *[
+        (f"eval-out-store-{name}", EVAL + ["--out", f"store-{name}", "--no-progress"])
+        for name in [*BAD_RECORDS, "score-nan"]
+    ],
+    ("eval-out-store-fifo", EVAL + ["--out", "store-fifo", "--no-progress"]),
+    ("report-results-fifo", ["report", "data/essays-fifo.txt"]),
+    # ---- data files named by flags
+    ("eval-essays-not-utf8", _eval("--tasks", "niah_single_2", "--essays", "data/essays-latin1.txt")),
+    ("eval-essays-fifo", _eval("--tasks", "niah_single_2", "--essays", "data/essays-fifo.txt")),
+    ("eval-essays-dir-with-fifo", _eval("--tasks", "niah_single_2", "--essays", "data/essays-dir")),
+    ("eval-essays-json-list", _eval("--tasks", "niah_single_2", "--essays", "data/essays-list.json")),
+    ("eval-essays-json-text-number", _eval("--tasks", "niah_single_2", "--essays", "data/essays-text-number.json")),
+    ("generate-essays-not-utf8", GEN + ["--tasks", "niah_single_2", "--essays", "data/essays-latin1.txt"] + GEN_OUT),
+    ("generate-essays-fifo", GEN + ["--tasks", "niah_single_2", "--essays", "data/essays-fifo.txt"] + GEN_OUT),
+    ("eval-squad-fifo", _eval("--tasks", "qa_1", "--squad", "data/squad-fifo.json")),
+    ("eval-squad-wrong-shape", _eval("--tasks", "qa_1", "--squad", "data/squad-shape.json")),
+    ("eval-squad-impossible-string", _eval("--tasks", "qa_1", "--squad", "data/squad-impossible-string.json")),
+    ("eval-hotpotqa-not-utf8", _eval("--tasks", "qa_2", "--hotpotqa", "data/hotpot-latin1.json")),
+    *[
+        (f"eval-longbench-{name}", _eval("--tasks", "trec", "--longbench", f"data/lb-{name}"))
+        for name in ("answers-string", "length-string", "no-context", "latin1", "fifo")
+    ],
+    # ---- outputs stay where the user put them
+    ("eval-name-dotdot", _eval_no("--out", "--name", "../../escaped")),
+    ("eval-name-absolute", _eval_no("--out", "--name", "/tmp/escaped-run")),
+    ("eval-name-carriage-return", _eval("--name", "run\r=HYPERLINK(1)")),
+    ("eval-name-newline", _eval("--name", "a\nb")),
+    ("eval-name-empty", _eval("--name", "")),
+    ("eval-out-empty", EVAL + ["--out", "", "--no-progress"]),
+    ("eval-out-control-char", EVAL + ["--out", "out\x07bell", "--no-progress"]),
+    ("eval-results-json-is-a-dir", EVAL + ["--out", "out-resdir", "--no-progress"]),
+    ("generate-out-empty", GEN + ["--out", ""]),
+    ("leaderboard-out-empty", ["leaderboard", "results/good.json", "--out", ""]),
+    ("leaderboard-index-is-a-dir", ["leaderboard", "results/good.json", "--out", "out-lbdir"]),
+    ("diagnose-out-empty", DIAG + DIAG_REST[:-2] + ["--out", ""]),
+    ("demo-out-empty", ["demo", "--out", ""]),
+    ("demo-out-carriage-return", ["demo", "--out", "a\rb"]),
+    # ---- a rejected command changes nothing
+    ("demo-eval-arg-unknown", DEMO + ["--eval-arg=--bogus"]),
+    ("demo-eval-arg-bad-value", DEMO + ["--eval-arg=--batch-size=0"]),
+    ("demo-train-arg-unknown", DEMO + ["--train-arg=--bogus"]),
+    ("demo-train-arg-nan", DEMO + ["--train-arg=--lr=nan"]),
+    # ---- clean endings: bounded ranges, ASCII numbers, no duplicates, nothing written = exit 2
+    ("generate-nothing-available", GEN[:2] + ["qa_1"] + GEN[3:] + GEN_OUT),
+    ("generate-tasks-twice", GEN[:2] + ["vt,vt"] + GEN[3:] + GEN_OUT),
+    ("eval-tasks-twice", _eval("--tasks", "vt,vt")),
+    ("eval-exclude-twice", _eval_no("--tasks", "--suite", "ruler", "--exclude", "vt,vt")),
+    ("eval-lengths-fullwidth", _eval("--lengths", "\uff11k")),
+    ("eval-lengths-fullwidth-range", _eval("--lengths", "1k-\uff12k")),
+    ("eval-samples-fullwidth", _eval("--samples", "\uff11")),
+    ("eval-samples-huge", _eval("--samples", "99999999999")),
+    ("eval-max-model-len-huge", _eval("--max-model-len", "4000000000")),
+    ("eval-rope-theta-fullwidth", _eval("--rope-theta", "\uff15e5")),
+    ("eval-request-timeout-huge", _eval("--request-timeout", "1e300")),
+    ("eval-max-new-tokens-fullwidth", _eval("--max-new-tokens", "\uff15")),
+    ("eval-ckpts-fullwidth-range", _eval(ckpts="ckpt-<\uff11..\uff12>")),
+    ("eval-with-progress-bad-lengths", EVAL[:5] + ["--lengths", "16k"] + EVAL[7:] + ["--out", "out-eval"]),
+    ("generate-lengths-fullwidth", GEN[:4] + ["\uff11k"] + GEN[5:] + GEN_OUT),
+    ("diagnose-delta2-huge", DIAG + ["--delta2", "99999999999999999999"] + DIAG_REST),
+    ("diagnose-delta2-beyond-positions", DIAG + ["--delta2", "4000000000"] + DIAG_REST),
+    ("diagnose-shifts-huge", DIAG + DIAG_REST + ["--shifts", "0,99999999999"]),
+    ("diagnose-seq-len-huge", DIAG + DIAG_REST + ["--seq-len", "99999999999"]),
+    ("diagnose-dtypes-twice", DIAG + DIAG_REST + ["--dtypes", "fp32,fp32"]),
+    ("diagnose-seq-len-fullwidth", DIAG + DIAG_REST + ["--seq-len", "\uff11\uff12\uff18"]),
+    ("plan-delta-tiny", ["plan", "--baseline", "results/good2.json", "--delta", "1e-300"]),
+    ("plan-delta-huge", ["plan", "--baseline", "results/good2.json", "--delta", "1e300"]),
+    ("plan-alpha-tiny", ["plan", "--baseline", "results/good2.json", "--delta", "5", "--alpha", "1e-300"]),
+    (
+        "plan-checkpoints-huge",
+        ["plan", "--baseline", "results/good2.json", "--delta", "5", "--checkpoints", "4000000000"],
+    ),
+    ("demo-window-huge", DEMO + ["--window", "99999999999"]),
+    ("demo-window-beyond-tokens", DEMO + ["--window", "4000000000"]),
+    ("demo-samples-fullwidth", DEMO + ["--samples", "\uff18"]),
+    ("demo-tasks-twice", DEMO + ["--tasks", "vt,vt"]),
+]
+
+# Cases that set HARNESS_* variables (data named by the environment instead of a flag).
+ENV_CASES: list[tuple[str, list[str], dict[str, str]]] = [
+    *[
+        (f"eval-env-ppl-{name}", _eval("--tasks", "ppl"), {"HARNESS_PPL_DATA": f"data/ppl-{name}"})
+        for name in (
+            "rows-not-objects.jsonl",
+            "bad-json-line.jsonl",
+            "text-number.jsonl",
+            "latin1.txt",
+            "fifo.jsonl",
+            "dir",
+        )
+    ],
+    ("eval-env-essays-fifo", _eval("--tasks", "niah_single_2"), {"HARNESS_ESSAYS": "data/essays-fifo.txt"}),
+    ("eval-env-essays-not-utf8", _eval("--tasks", "niah_single_3"), {"HARNESS_ESSAYS": "data/essays-latin1.txt"}),
+    ("eval-env-longbench-fifo", _eval("--tasks", "trec"), {"HARNESS_LONGBENCH": "data/lb-fifo"}),
+    *[
+        (f"eval-env-{name}", _eval("--tasks", "icl_trec_coarse"), {"HARNESS_ICL_DATA": f"data/{name}"})
+        for name in (
+            "icl-label-string",
+            "icl-label-negative",
+            "icl-label-nan",
+            "icl-labels-not-list",
+            "icl-bad-json-line",
+        )
+    ],
+    *[
+        (f"eval-env-{name}", _eval("--tasks", "mmlu"), {"HARNESS_MMLU": f"data/{name}"})
+        for name in ("mmlu-answer-out-of-range", "mmlu-choices-string")
+    ],
+    ("eval-env-hellaswag-label-text", _eval("--tasks", "hellaswag"), {"HARNESS_HELLASWAG": "data/hs-label-text"}),
+    ("eval-env-threads-text", _eval(), {"HARNESS_THREADS": "many"}),
 ]
 
 
+ALL_CASES = [(i, argv, {}) for i, argv in CASES] + ENV_CASES
+
+
 def test_table_is_large_and_ids_unique():
-    ids = [c[0] for c in CASES]
+    ids = [c[0] for c in ALL_CASES]
     assert len(ids) == len(set(ids))
-    assert len(ids) >= 80
-    for cmd in ("generate", "eval", "report", "leaderboard", "diagnose", "demo"):
+    assert len(ids) >= 300
+    for cmd in ("generate", "eval", "report", "leaderboard", "diagnose", "demo", "plan"):
         assert any(i.startswith(cmd + "-") for i in ids), cmd
 
 
-@pytest.mark.parametrize("argv", [c[1] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_input_is_one_line_exit_2_and_changes_nothing(ws, argv, capsys, monkeypatch):
+# What the one line must name for the section-4 classes: each case fails for its own reason, not an earlier one.
+EXPECT = {
+    **{
+        f"{cmd}-{name}": "does not follow the results.json schema"
+        for name in BAD_RESULTS_2
+        for cmd in ("report", "leaderboard", "plan")
+    },
+    **{
+        f"{cmd}-store-{name}": "line 2 is corrupt"
+        for name in [*BAD_RECORDS, "score-nan"]
+        for cmd in ("report", "eval-out")
+    },
+    "eval-out-store-fifo": "is a FIFO",
+    "report-results-fifo": "is a FIFO",
+    "eval-essays-not-utf8": "essays-latin1.txt is not UTF-8 text (line 1",
+    "eval-essays-fifo": "essays-fifo.txt is a FIFO",
+    "eval-essays-dir-with-fifo": "essays-dir/b.txt is a FIFO",
+    "eval-essays-json-list": "essays-list.json does not have the expected shape",
+    "eval-essays-json-text-number": '"text": input should be a valid string',
+    "generate-essays-not-utf8": "not UTF-8 text",
+    "generate-essays-fifo": "is a FIFO",
+    "eval-squad-fifo": "squad-fifo.json is a FIFO",
+    "eval-squad-wrong-shape": "squad-shape.json does not have the expected shape",
+    "eval-squad-impossible-string": "is_impossible",
+    "eval-hotpotqa-not-utf8": "hotpot-latin1.json is not UTF-8 text",
+    "eval-longbench-answers-string": 'trec.jsonl line 1: "answers"',
+    "eval-longbench-length-string": 'trec.jsonl line 1: "length"',
+    "eval-longbench-no-context": '"context" is missing',
+    "eval-longbench-latin1": "is not UTF-8 text",
+    "eval-longbench-fifo": "is a FIFO",
+    "eval-name-dotdot": "would write outside results/",
+    "eval-name-absolute": "would write outside results/",
+    "eval-name-carriage-return": "control character '\\r'",
+    "eval-name-newline": "control character '\\n'",
+    "eval-name-empty": "--name is empty",
+    "eval-out-empty": "--out is empty",
+    "eval-out-control-char": "control character",
+    "eval-results-json-is-a-dir": "results.json is a directory",
+    "generate-out-empty": "--out is empty",
+    "leaderboard-out-empty": "--out is empty",
+    "leaderboard-index-is-a-dir": "index.html is a directory",
+    "diagnose-out-empty": "--out is empty",
+    "demo-out-empty": "--out is empty",
+    "demo-out-carriage-return": "control character",
+    "demo-eval-arg-unknown": "--eval-arg: harness: unrecognized arguments: --bogus",
+    "demo-eval-arg-bad-value": "--batch-size 0 must be at least 1",
+    "demo-train-arg-unknown": "--train-arg: harness: unrecognized arguments: --bogus",
+    "demo-train-arg-nan": "--train-arg: harness train: argument --lr: nan is not a finite number",
+    "generate-nothing-available": "no task can run: qa_1",
+    "generate-tasks-twice": "--tasks names 'vt' twice",
+    "eval-tasks-twice": "--tasks names 'vt' twice",
+    "eval-exclude-twice": "--exclude names 'vt' twice",
+    "eval-lengths-fullwidth": "bad length",
+    "eval-lengths-fullwidth-range": "bad length",
+    "eval-samples-fullwidth": "invalid int value",
+    "eval-samples-huge": "out of range",
+    "eval-max-model-len-huge": "--max-model-len 4000000000 must be at most",
+    "eval-rope-theta-fullwidth": "invalid float value",
+    "eval-request-timeout-huge": "--request-timeout 1e+300 must be at most",
+    "eval-max-new-tokens-fullwidth": "is not a whole number",
+    "eval-ckpts-fullwidth-range": "no checkpoint matches",
+    "generate-lengths-fullwidth": "bad length",
+    "diagnose-delta2-huge": "out of range",
+    "diagnose-delta2-beyond-positions": "--delta2 4000000000 must be at most",
+    "diagnose-shifts-huge": "--shifts 99999999999 must be at most",
+    "diagnose-seq-len-huge": "--seq-len 99999999999 must be at most",
+    "diagnose-dtypes-twice": "'fp32' is listed twice",
+    "diagnose-seq-len-fullwidth": "bad --seq-len value",
+    "plan-delta-tiny": "--delta 1e-300 is outside",
+    "plan-delta-huge": "--delta 1e+300 is outside",
+    "plan-alpha-tiny": "--alpha 1e-300 is outside",
+    "plan-checkpoints-huge": "--checkpoints 4000000000 is outside",
+    "demo-window-huge": "out of range",
+    "demo-window-beyond-tokens": "--window 4000000000 must be at most",
+    "demo-samples-fullwidth": "invalid int value",
+    "demo-tasks-twice": "--tasks names 'vt' twice",
+    "eval-env-ppl-rows-not-objects.jsonl": "line 2 is not a JSON object",
+    "eval-env-ppl-bad-json-line.jsonl": "line 2 is not valid JSON",
+    "eval-env-ppl-text-number.jsonl": 'line 1: "text"',
+    "eval-env-ppl-latin1.txt": "is not UTF-8 text",
+    "eval-env-ppl-fifo.jsonl": "is a FIFO",
+    "eval-env-ppl-dir": "doc.txt is a FIFO",
+    "eval-env-essays-fifo": "is a FIFO",
+    "eval-env-essays-not-utf8": "is not UTF-8 text",
+    "eval-env-longbench-fifo": "is a FIFO",
+    "eval-env-icl-label-string": '"label": input should be a valid integer',
+    "eval-env-icl-label-negative": '"label": input should be greater than or equal to 0',
+    "eval-env-icl-label-nan": '"label": input should be a valid integer',
+    "eval-env-icl-labels-not-list": "labels.json does not have the expected shape",
+    "eval-env-icl-bad-json-line": "line 2 is not valid JSON",
+    "eval-env-mmlu-answer-out-of-range": "answer 7 is not an index of its 4 choices",
+    "eval-env-mmlu-choices-string": '"choices": input should be a valid list',
+    "eval-env-hellaswag-label-text": "label 'x' is not an ending's index",
+    "eval-env-threads-text": "HARNESS_THREADS='many' is not a thread count",
+}
+# Variables a case (or eval's --essays/--squad/... flags, which set them) may leave behind.
+DATA_VARS = [
+    "HARNESS_ESSAYS",
+    "HARNESS_SQUAD",
+    "HARNESS_HOTPOTQA",
+    "HARNESS_LONGBENCH",
+    "HARNESS_PPL_DATA",
+    "HARNESS_ICL_DATA",
+    "HARNESS_MMLU",
+    "HARNESS_HELLASWAG",
+    "HARNESS_THREADS",
+]
+
+
+def test_every_expectation_names_a_case():
+    assert set(EXPECT) <= {c[0] for c in ALL_CASES}
+
+
+@pytest.mark.parametrize("case_id,argv,env", ALL_CASES, ids=[c[0] for c in ALL_CASES])
+def test_bad_input_is_one_line_exit_2_and_changes_nothing(ws, case_id, argv, env, capsys, monkeypatch):
     monkeypatch.chdir(ws)
+    for key in DATA_VARS:  # restored afterwards, whatever the command set (eval's --essays sets HARNESS_ESSAYS)
+        monkeypatch.setenv(key, "")  # recorded, so the undo removes what the case leaves
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    outside = sorted(os.listdir(ws.parent))  # `--name ../../x` must not write beside the workspace
     before = _tree(ws)
     capsys.readouterr()
     try:
@@ -351,8 +795,10 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(ws, argv, capsys, monk
     assert code == 2, err
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert EXPECT.get(case_id, "error: ") in lines[0]
     assert "Traceback" not in err
     assert _tree(ws) == before
+    assert sorted(os.listdir(ws.parent)) == outside and not os.path.exists("/tmp/escaped-run")
 
 
 def test_messages_name_the_problem(ws, capsys, monkeypatch):
@@ -373,8 +819,8 @@ def test_messages_name_the_problem(ws, capsys, monkeypatch):
     assert "config.json" in err_of(_eval(ckpts="ckpt-badcfg"))
     assert "model.safetensors" in err_of(_eval(ckpts="ckpt-noise"))
     assert "--max-model-len 0" in err_of(_eval("--max-model-len", "0"))
-    assert "suite 'ruler' is not an object" in err_of(["report", "results/suite-is-string.json"])
+    assert '"suites.ruler": input should be a valid dictionary' in err_of(["report", "results/suite-is-string.json"])
     # report and leaderboard say the same about the same file (one validator)
     report = err_of(["report", "results/lengths-null.json"])
     board = err_of(["leaderboard", "results/lengths-null.json", "--out", "out-lb"])
-    assert report == board and '"lengths"' in report
+    assert report == board and 'suites.ruler.lengths"' in report

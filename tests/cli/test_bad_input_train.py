@@ -77,6 +77,9 @@ def tree_hash(root: Path) -> dict[str, str] | None:
             out[os.path.relpath(os.path.join(dirpath, d), root)] = "dir"
         for f in files:
             p = os.path.join(dirpath, f)
+            if not os.path.isfile(p):  # a FIFO: never read
+                out[os.path.relpath(p, root)] = "special"
+                continue
             out[os.path.relpath(p, root)] = hashlib.sha256(Path(p).read_bytes()).hexdigest()
     return out
 
@@ -229,6 +232,47 @@ def out_under_file(tmp, finished):
     return tmp / "blocker" / "run"
 
 
+def model_inside_out(tmp, model):
+    """The base model sits inside the directory given as --out (out_contains_model)."""
+    dst = tmp / "run" / "base"
+    dst.parent.mkdir()
+    shutil.copytree(model, dst)
+    return dst
+
+
+def out_contains_model(tmp, finished):
+    return tmp / "run"
+
+
+def model_here(tmp, model):
+    return _model_copy(tmp, model)
+
+
+def out_is_model(tmp, finished):
+    return tmp / "model"
+
+
+def out_inside_model(tmp, finished):
+    return tmp / "model" / "run"
+
+
+def out_symlink_to_model(tmp, finished):
+    (tmp / "link").symlink_to(tmp / "model")
+    return tmp / "link" / "sub"
+
+
+def data_fifo(tmp, corpus):
+    os.mkfifo(tmp / "corpus.jsonl")
+    return tmp / "corpus.jsonl"
+
+
+def data_dir_with_fifo(tmp, corpus):
+    (tmp / "data").mkdir()
+    shutil.copy(corpus, tmp / "data" / "a.jsonl")
+    os.mkfifo(tmp / "data" / "corpus.jsonl")
+    return tmp / "data"
+
+
 @dataclass
 class Case:
     id: str
@@ -241,20 +285,20 @@ class Case:
 
 CASES = [
     # numeric flags: a lower bound, NaN and infinity rejected
-    Case("lr-nan", "--lr nan", ["--lr", "nan"]),
-    Case("lr-inf", "--lr inf", ["--lr", "inf"]),
+    Case("lr-nan", "argument --lr: nan is not a finite number", ["--lr", "nan"]),
+    Case("lr-inf", "argument --lr: inf is not a finite number", ["--lr", "inf"]),
     Case("lr-zero", "--lr 0.0 must be greater than 0", ["--lr", "0"]),
     Case("lr-negative", "--lr -0.001", ["--lr=-1e-3"]),
     Case("weight-decay-negative", "--weight-decay -0.1", ["--weight-decay", "-0.1"]),
-    Case("weight-decay-nan", "--weight-decay nan", ["--weight-decay", "nan"]),
+    Case("weight-decay-nan", "argument --weight-decay: nan is not", ["--weight-decay", "nan"]),
     Case("betas-above-one", "each beta must be below 1", ["--betas", "1.5,0.9"]),
     Case("betas-nan", "--betas nan", ["--betas", "nan,0.9"]),
     Case("betas-negative", "--betas -0.1", ["--betas=-0.1,0.9"]),
     Case("max-grad-norm-negative", "--max-grad-norm -1", ["--max-grad-norm", "-1"]),
-    Case("max-grad-norm-inf", "--max-grad-norm inf", ["--max-grad-norm", "inf"]),
+    Case("max-grad-norm-inf", "argument --max-grad-norm: inf is not", ["--max-grad-norm", "inf"]),
     Case("rope-theta-negative", "--rope-theta -1", ["--rope-theta", "-1"]),
     Case("rope-theta-zero", "--rope-theta 0.0", ["--rope-theta", "0"]),
-    Case("rope-theta-nan", "--rope-theta nan", ["--rope-theta", "nan"]),
+    Case("rope-theta-nan", "argument --rope-theta: nan is not", ["--rope-theta", "nan"]),
     Case("steps-zero", "--steps 0", ["--steps", "0"]),
     Case("window-too-small", "--window 8", ["--window", "8"]),
     Case("batch-size-zero", "--batch-size 0", ["--batch-size", "0"]),
@@ -306,6 +350,27 @@ CASES = [
     Case("state-truncated-no-older-state", "no readable training state", out=run_state_truncated),
     Case("state-empty-no-older-state", "no readable training state", out=run_state_empty),
     Case("resume-with-other-settings", "holds a run with other settings (window)", ["--window", "128"], out=run_done),
+    # ==== issue 24, section 4 ====
+    # outputs stay where the user put them: never into (or around) the base model
+    Case("out-is-the-model", "is the --model directory", model=model_here, out=out_is_model),
+    Case("out-inside-the-model", "lies inside --model", model=model_here, out=out_inside_model),
+    Case("out-contains-the-model", "contains --model", model=model_inside_out, out=out_contains_model),
+    Case("out-symlink-into-the-model", "lies inside --model", model=model_here, out=out_symlink_to_model),
+    Case("out-empty", "--out is empty", out=lambda tmp, f: ""),
+    Case("out-carriage-return", "control character", out=lambda tmp, f: tmp / "run\rx"),
+    # bounded, finite, ASCII numbers
+    Case("window-huge", "argument --window: 99999999999 is out of range", ["--window", "99999999999"]),
+    Case("window-beyond-tokens", "--window 4000000000 must be at most", ["--window", "4000000000"]),
+    Case("window-fullwidth", "argument --window: invalid int value", ["--window", "\uff16\uff14"]),
+    Case("steps-fullwidth", "argument --steps: invalid int value", ["--steps", "\uff11"]),
+    Case("lr-fullwidth", "argument --lr: invalid float value", ["--lr", "\uff11e-5"]),
+    Case("betas-fullwidth", "--betas", ["--betas", "\uff10.9,0.95"]),
+    Case("batch-size-huge", "--batch-size 4000000000 must be at most", ["--batch-size", "4000000000"]),
+    Case("interleave-beyond-window", "--interleave-chunks 65 must be at most 64", ["--interleave-chunks", "65"]),
+    Case("mixture-fullwidth-tokens", "takes a finite number", ["--mixture", "tokens=\uff11000"]),
+    # data that would hang or is not text
+    Case("data-fifo", "corpus.jsonl is a FIFO", data=data_fifo),
+    Case("data-dir-with-fifo", "corpus.jsonl is a FIFO", data=data_dir_with_fifo),
 ]
 
 
@@ -319,20 +384,25 @@ def test_bad_train_input_is_one_clean_line(case, tiny_llama_dir, corpus, finishe
     model = case.model(tmp_path, Path(tiny_llama_dir)) if case.model else tiny_llama_dir
     data = case.data(tmp_path, corpus) if case.data else corpus
     out = case.out(tmp_path, finished_run) if case.out else tmp_path / "run"
-    before = tree_hash(Path(out))
+    before = tree_hash(Path(out)) if str(out) else None
+    around = tree_hash(tmp_path)  # the model, the data and anything the run could write beside them
     capfd.readouterr()
-    code = main(_args(model, data, out, *case.extra))
+    try:
+        code = main(_args(model, data, out, *case.extra))
+    except SystemExit as exc:  # argparse's own errors (harness.cli._Parser.error)
+        code = exc.code
     err = capfd.readouterr().err
     lines = err.strip().splitlines()
     assert code == 2, err
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert case.expect in lines[0], lines[0]
     assert "Traceback" not in err and "--tokenizer" not in err, err  # train has no --tokenizer flag
-    assert tree_hash(Path(out)) == before, "the refused run changed its output directory"
+    assert (tree_hash(Path(out)) if str(out) else None) == before, "the refused run changed its output directory"
+    assert tree_hash(tmp_path) == around, "the refused run changed a file beside it (the base model?)"
 
 
 def test_case_table_is_large_and_unique():
-    assert len(CASES) >= 25 and len({c.id for c in CASES}) == len(CASES)
+    assert len(CASES) >= 75 and len({c.id for c in CASES}) == len(CASES)
 
 
 def test_second_writer_is_refused_naming_the_holder(tiny_llama_dir, corpus, finished_run, tmp_path, capfd):

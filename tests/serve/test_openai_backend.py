@@ -14,34 +14,8 @@ from tiny_server import TinyServer
 from harness.cli import main
 from harness.runners.base import LoglikelihoodRequest, RunnerSettings
 from harness.store import read_store
-from tasks.base import Task
-from tasks.registry import register_task
 
 TASKS = "niah_single_1,vt"
-
-
-@register_task
-class ServeChoice(Task):
-    """A loglikelihood task for these tests: which of two colours the model prefers."""
-
-    name = "serve_choice"
-    version = "1"
-    family = "serve"
-    kind = "loglikelihood"
-    metric = "acc"
-    length_controlled = False
-
-    def num_samples_available(self, length):
-        return 2
-
-    def evaluate_with_runner(self, runner, length, indices, seed, tokenizer, progress=True):
-        out = []
-        for i in indices:
-            reqs = [LoglikelihoodRequest("The grass is green. " * (i + 1) + "The sky is", c) for c in (" blue", " red")]
-            lls = [ll for ll, _ in runner.loglikelihood(reqs)]
-            out.append({"index": i, "prediction": str(lls.index(max(lls))), "score": float(lls[0] > lls[1]),
-                        "metadata": {"logprobs": lls}})  # fmt: skip
-        return out
 
 
 @pytest.fixture(scope="module")
@@ -184,25 +158,6 @@ def test_loglikelihood_from_prompt_logprobs_equals_in_process(server, tiny_llama
     assert [x for x, _ in a] == pytest.approx([x for x, _ in b], abs=1e-4)
 
 
-@pytest.fixture(scope="module")
-def chat_model_dir(tiny_llama_dir, tmp_path_factory):
-    """The tiny model with a chat template (writing BOS itself, as real templates do)."""
-    import shutil
-
-    from transformers import AutoTokenizer
-
-    d = tmp_path_factory.mktemp("chat") / "tiny-chat"
-    shutil.copytree(tiny_llama_dir, d)
-    tok = AutoTokenizer.from_pretrained(d)
-    tok.chat_template = (
-        "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}"
-        "{% if not (loop.last and m['role'] == 'assistant') %}\n<|end|>\n{% endif %}{% endfor %}"
-        "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
-    )
-    tok.save_pretrained(d)
-    return d
-
-
 def test_chat_route_equals_in_process_chat_template(chat_model_dir, tmp_path):
     common = ["--chat", "--system-prompt", "Answer briefly.", "--tasks", TASKS, "--samples", "2"]
     assert _eval(["--ckpts", str(chat_model_dir), "--max-model-len", "2048", *common], tmp_path / "hf") == 0
@@ -223,21 +178,22 @@ def test_chat_route_equals_in_process_chat_template(chat_model_dir, tmp_path):
 def test_backoff_doubles_and_a_4xx_is_not_retried(server):
     from harness.errors import UserError
     from harness.runners.endpoint import Endpoint, EndpointError, RequestRejected, api_base
+    from harness.runners.replies import Completion
 
     waits: list[float] = []
     ep = Endpoint(server.url, retries=3, sleep=waits.append)
     payload = {"model": "tiny", "prompt": "The sky is", "max_tokens": 2, "temperature": 0.0}
     server.fail = [429, 500, 502]
-    assert ep.post("/completions", payload)["choices"][0]["text"] is not None
+    assert isinstance(ep.post("/completions", payload, Completion).choices[0].text, str)
     assert waits == [0.5, 1.0, 2.0]
     waits.clear()
     server.fail = [500, 503, 500, 502]
     with pytest.raises(EndpointError, match=r"answered 502 \(injected 502\) after 4 tries"):
-        ep.post("/completions", payload)
+        ep.post("/completions", payload, Completion)
     assert waits == [0.5, 1.0, 2.0]
     waits.clear()
     with pytest.raises(RequestRejected, match="404"):
-        ep.post("/completions", {**payload, "model": "other"})
+        ep.post("/completions", {**payload, "model": "other"}, Completion)
     assert waits == [] and server.fail == []
     assert api_base("http://127.0.0.1:8000") == api_base("http://127.0.0.1:8000/v1/") == "http://127.0.0.1:8000/v1"
     assert api_base("https://api.example.com/openai/v1") == "https://api.example.com/openai/v1"

@@ -9,7 +9,8 @@ import pytest
 
 from harness.cli import main
 from harness.errors import UserError
-from harness.reasoning import Options, options_tag, parse_max_new_tokens, strip_thinking
+from harness.identity import record_key, settings_id
+from harness.reasoning import Options, parse_max_new_tokens, strip_thinking
 from harness.store import read_store
 
 
@@ -41,10 +42,15 @@ def test_parse_max_new_tokens():
 
 
 def test_each_control_changes_the_identity_and_defaults_keep_it():
-    assert options_tag(Options()) == ""
-    tags = {
-        options_tag(o)
+    def ident(o: Options) -> str:  # the record settings' identity with these controls (as harness.evaluate builds them)
+        base = {"backend": "hf", "dtype": "auto"}
+        return settings_id({**base, "options": o.non_default()} if o.non_default() else base)
+
+    assert ident(Options()) == settings_id({"backend": "hf", "dtype": "auto"})
+    ids = {
+        ident(o)
         for o in (
+            Options(),
             Options(answer_prefix=False),
             Options(max_new_tokens={"*": 64}),
             Options(max_new_tokens={"*": 65}),
@@ -54,7 +60,7 @@ def test_each_control_changes_the_identity_and_defaults_keep_it():
             Options(answer_prefix=False, strip_thinking=True),
         )
     }
-    assert len(tags) == 7 and all(t.startswith("~") and len(t) == 9 for t in tags)
+    assert len(ids) == 8
 
 
 def _eval(ckpt: Path, out: Path, *extra: str) -> int:
@@ -76,10 +82,10 @@ def test_controls_are_run_settings_recorded_and_shown(tiny_llama_dir, tmp_path, 
     records = read_store(out / "samples.jsonl")[1]
     assert len(records) == 4  # nothing resumed into the default run's records: new keys
     new = {r["task"]: r for r in records[2:]}
-    fp = default["vt"]["checkpoint"]["fingerprint"]
-    assert new["vt"]["checkpoint"]["fingerprint"] == fp + options_tag(
-        Options(answer_prefix=False, max_new_tokens={"vt": 5}, strip_thinking=True)
-    )
+    # the same model; the controls are part of the key through the record settings (harness/identity.py)
+    assert new["vt"]["checkpoint"]["fingerprint"] == default["vt"]["checkpoint"]["fingerprint"]
+    assert record_key(new["vt"]) != record_key(default["vt"])
+    assert record_key(new["vt"])[:-1] == record_key(default["vt"])[:-1]
     assert new["vt"]["settings"]["options"] == {
         "answer_prefix": False,
         "max_new_tokens": {"vt": 5},

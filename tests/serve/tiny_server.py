@@ -6,7 +6,9 @@ independent computation, and it can misbehave on purpose:
   - `fail`: statuses (429, 500, 503, ...) answered to the next POSTs before any real answer;
   - `max_answers`: after that many real answers the server stops listening, like a killed one;
   - `max_requests`: a hard bound on requests handled (then 503 forever), so no test can loop;
-  - `logprobs` False: echo + logprobs requests are refused (400), as some servers do.
+  - `logprobs` False: echo + logprobs requests are refused (400), as some servers do;
+  - `mangle(path, answer)`: while set, every 200 answer (GET /v1/models included) is replaced by what
+    it returns (any JSON value, or bytes sent as they are): malformed replies on purpose.
 Routes: GET /v1/models (id, root, max_model_len), POST /v1/completions (text or token-id prompt;
 echo + logprobs for prompt log-probs), POST /v1/chat/completions (the tokenizer's chat template,
 continue_final_message as vLLM does).
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -30,6 +33,7 @@ class TinyServer:
         max_requests: int = 500,
         report_context: bool = True,
         logprobs: bool = True,
+        mangle: Callable[[str, dict], object] | None = None,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -42,6 +46,7 @@ class TinyServer:
         self.max_answers, self.max_requests = max_answers, max_requests
         self.report_context = report_context
         self.logprobs = logprobs  # False: refuse echo + logprobs, as some servers do
+        self.mangle = mangle
         self.requests: list[tuple[str, int]] = []  # (path, status) of every request handled
         self.answers = 0
         self.dead = False  # set once max_answers is reached: later requests get no answer
@@ -111,9 +116,10 @@ class TinyServer:
                 if not self.logprobs:
                     return 400, {"error": {"message": "echo is not supported"}}
                 lp = self._prompt_logprobs(ids)
-                return 200, {"choices": [{"index": 0, "text": "", "logprobs": lp}]}
+                return 200, {"choices": [{"index": 0, "text": "", "logprobs": lp, "finish_reason": "length"}]}
             text, n = self._generate(ids, body["max_tokens"], body.get("stop") or [])
-            return 200, {"choices": [{"index": 0, "text": text}], "usage": {"prompt_tokens": n}}
+            choice = {"index": 0, "text": text, "finish_reason": "stop"}
+            return 200, {"object": "text_completion", "choices": [choice], "usage": {"prompt_tokens": n}}
         if path == "/v1/chat/completions":
             cont = bool(body.get("continue_final_message"))
             text = self.tok.apply_chat_template(
@@ -122,7 +128,8 @@ class TinyServer:
             ids = self.tok(text, add_special_tokens=False)["input_ids"]  # the template writes BOS itself
             out, n = self._generate(ids, body["max_tokens"], body.get("stop") or [])
             msg = {"role": "assistant", "content": out}
-            return 200, {"choices": [{"index": 0, "message": msg}], "usage": {"prompt_tokens": n}}
+            choice = {"index": 0, "message": msg, "finish_reason": "stop"}
+            return 200, {"object": "chat.completion", "choices": [choice], "usage": {"prompt_tokens": n}}
         return 404, {"error": {"message": f"no route {path}"}}
 
     # -- HTTP --------------------------------------------------------------------------------
@@ -133,8 +140,10 @@ class TinyServer:
             def log_message(self, *args) -> None:  # quiet tests
                 pass
 
-            def _send(self, status: int, body: dict, headers: dict | None = None) -> None:
-                data = json.dumps(body).encode()
+            def _send(self, status: int, body: object, headers: dict | None = None) -> None:
+                if status == 200 and server.mangle is not None:
+                    body = server.mangle(self.path, body)
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

@@ -196,11 +196,13 @@ def test_checkpoints_written_once_and_loadable(tiny_llama_dir, run_job, tmp_path
         assert key in meta, key
     assert (meta["mode"], meta["window"], meta["rope_theta"], meta["step"]) == ("anchor", 128, 5e4, 6)
     config = AutoConfig.from_pretrained(run / "ckpt-6")
-    assert config.max_position_embeddings == 128
+    # The model had 8192 positions, the window was 128: the checkpoint keeps the model's context.
+    assert AutoConfig.from_pretrained(tiny_llama_dir).max_position_embeddings == 8192
+    assert config.max_position_embeddings == 8192
     assert config.rope_parameters["rope_theta"] == 5e4
     assert AutoTokenizer.from_pretrained(run / "ckpt-6").bos_token_id is not None
     model = AutoModelForCausalLM.from_pretrained(run / "ckpt-6", dtype=torch.float32)
-    state = torch.load(run / "state" / "step-6" / "state.pt", weights_only=False)
+    state = torch.load(run / "state" / "step-6" / "state.pt", weights_only=True)
     for name, tensor in model.state_dict().items():
         assert torch.equal(tensor, state["model"][name]), name
 
@@ -236,8 +238,26 @@ def test_bf16_run_writes_bf16_checkpoint(tiny_llama_dir, run_job, tmp_path):
 
     run_job(small_job(tiny_llama_dir, tmp_path / "run", steps=1, dtype="bf16", save_every=1))
     weights = load_file(tmp_path / "run" / "ckpt-1" / "model.safetensors")
-    state = torch.load(tmp_path / "run" / "state" / "step-1" / "state.pt", weights_only=False)
+    state = torch.load(tmp_path / "run" / "state" / "step-1" / "state.pt", weights_only=True)
     assert all(t.dtype == torch.bfloat16 for t in weights.values())
     assert all(torch.equal(weights[k], state["model"][k].to(torch.bfloat16)) for k in weights)
     assert state["model"]["lm_head.weight"].dtype == torch.float32  # the resumable state keeps fp32 masters
     assert _json.loads((tmp_path / "run" / "ckpt-1" / "config.json").read_text())["dtype"] == "bfloat16"
+
+
+@pytest.mark.parametrize(("positions", "window", "written"), [(512, 64, 512), (64, 128, 128)])
+def test_checkpoint_context_is_the_larger_of_model_and_window(
+    positions, window, written, bpe_tokenizer_dir, run_job, tmp_path
+):
+    """A model continued at a window shorter than its context keeps its context (issue 27 §7: SmolLM2's
+    8192 positions continued at 1024 used to be written as 1024, and eval then refused 2K); a window
+    longer than the model's context becomes the context."""
+    from harness.embedded import build_tiny_llama
+    from harness.runners.common import context_length
+
+    base = build_tiny_llama(tmp_path / "base", bpe_tokenizer_dir, max_position_embeddings=positions)
+    run_job(small_job(base, tmp_path / "run", steps=1, window=window, save_every=1))
+    config = json.loads((tmp_path / "run" / "ckpt-1" / "config.json").read_text())
+    assert config["max_position_embeddings"] == written
+    assert context_length(str(tmp_path / "run" / "ckpt-1"), None) == written
+    assert json.loads((tmp_path / "run" / "ckpt-1" / "harness_training.json").read_text())["window"] == window

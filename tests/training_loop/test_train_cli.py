@@ -69,7 +69,8 @@ def test_train_cli_writes_evaluable_checkpoints(tiny_llama_dir, corpus_path, tmp
         meta["attention_kernel"],
     ) == (64, 5e5, "domain", 2, "sdpa-doc")
     config = json.loads((out / "ckpt-3" / "config.json").read_text())
-    assert config["max_position_embeddings"] == 64 and config["rope_parameters"]["rope_theta"] == 5e5
+    # window 64 on a model of 8192 positions: the model keeps its context (not the window)
+    assert config["max_position_embeddings"] == 8192 and config["rope_parameters"]["rope_theta"] == 5e5
     rows = read_log(out / "log.jsonl")
     assert [r["step"] for r in rows] == [1, 2, 3]
     assert all(r["tokens_per_s"] > 0 and r["lr"] == 1e-3 and r["loss_tokens"] > 0 for r in rows)
