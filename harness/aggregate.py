@@ -409,9 +409,11 @@ def aggregate(
     labels = checkpoint_labels(ckpts)
     known = set(labels)
 
-    sums: dict[tuple, float] = defaultdict(float)
+    # Exact sums (math.fsum): a cell's value must not depend on the order records were stored in,
+    # which varies with the runner's order of work and with parallel workers.
+    sums: dict[tuple, list[float]] = defaultdict(list)
     counts: dict[tuple, int] = defaultdict(int)
-    nll: dict[tuple, list[float]] = {}  # perplexity cells: [sum nll, sum scored tokens]
+    nll: dict[tuple, list] = {}  # perplexity cells: [nll of each sample, sum scored tokens]
     seen: set[tuple] = set()
     collected = _Collected()
     for r in records:
@@ -421,18 +423,18 @@ def aggregate(
             continue
         seen.add(k)
         cell_key = (r["task"], int(r["length"]), fp)
-        sums[cell_key] += float(r["score"])
+        sums[cell_key].append(float(r["score"]))
         counts[cell_key] += 1
         meta = r.get("metadata") or {}
         if "nll" in meta and "tokens" in meta:
-            acc = nll.setdefault(cell_key, [0.0, 0])
-            acc[0] += float(meta["nll"])
+            acc = nll.setdefault(cell_key, [[], 0])
+            acc[0].append(float(meta["nll"]))
             acc[1] += int(meta["tokens"])
         collected.add(r, fp)
-    cell = {k: 100.0 * sums[k] / counts[k] for k in sums}
+    cell = {k: 100.0 * math.fsum(sums[k]) / counts[k] for k in sums}
     # A perplexity cell is the corpus perplexity exp(sum nll / sum tokens), as papers report it
     # (lower is better), not the mean of per-window scores.
-    cell.update({k: math.exp(v[0] / v[1]) for k, v in nll.items() if v[1] > 0})
+    cell.update({k: math.exp(math.fsum(v[0]) / v[1]) for k, v in nll.items() if v[1] > 0})
     perplexity_tasks = {k[0] for k in nll}
     per = collected.finish(ckpts, labels)
     provenance = dict(provenance)

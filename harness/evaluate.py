@@ -84,6 +84,7 @@ class EvalConfig:
     max_new_tokens: str | None = None  # "N" or "TASK=N,..."
     system_prompt: str | None = None
     strip_thinking: bool = False
+    prefix_reuse: bool = True  # compute shared prompt prefixes once (never changes an output)
 
 
 @dataclass
@@ -410,6 +411,7 @@ def plan_eval(cfg: EvalConfig) -> Plan:
             "chat_template": cfg.chat_template,
             "extra": {"device_map": cfg.device_map} if cfg.device_map else {},
             "system_prompt": cfg.system_prompt,
+            "prefix_reuse": cfg.prefix_reuse,
         }
         fields.update(src.runner_settings(cfg, contexts[fp]))
         runner_settings[fp] = RunnerSettings(**fields)
@@ -549,6 +551,7 @@ def build_results(plan: Plan) -> dict:
         "device_map": cfg.device_map,
         "samples": cfg.samples,
         "checkpoint_steps": [c.step for c in plan.ckpts],
+        "prefix_reuse": _prefix_reuse(cfg, records),
         **plan.extra_provenance,
     }
     if families & MIDDLE_TRUNCATION_FAMILIES:
@@ -559,6 +562,24 @@ def build_results(plan: Plan) -> dict:
     check_claims(records, prov)  # results.json never states a setting its records lack
     threshold = DEFAULT_THRESHOLD if cfg.threshold is None else cfg.threshold
     return aggregate(records, suites, run, prov, threshold=threshold)
+
+
+def _prefix_reuse(cfg: EvalConfig, records: list[dict]) -> dict:
+    """Whether shared prompt prefixes were computed once, and how much of the prompts that saved:
+    tokens summed over the records that say (`compute`, written by the hf and vllm runners)."""
+    facts = [r["compute"] for r in records if isinstance(r.get("compute"), dict)]
+    prompt = sum(int(f.get("prompt_tokens") or 0) for f in facts)
+    reused = sum(int(f.get("reused_tokens") or 0) for f in facts)
+    grids = sorted({f["grid"] for f in facts if isinstance(f.get("grid"), int)})
+    return {
+        "enabled": cfg.prefix_reuse,
+        # the hf engine's prefill grid (tokens): it shapes bf16 rounding, reuse or not
+        "grid_tokens": grids[0] if len(grids) == 1 else grids or None,
+        "prompt_tokens": prompt,
+        "reused_tokens": reused,
+        "reused_fraction": reused / prompt if prompt else None,
+        "note": "reuse never changes an output; tokens are those of this run's stored records that report them",
+    }
 
 
 def _lm_eval_version() -> str | None:

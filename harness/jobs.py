@@ -142,11 +142,15 @@ def _record(
     }
 
 
-def _timed(records: list[dict], since: float) -> None:
-    """Each record's share of its batch's wall time (harness plan turns it into eval time per sample)."""
-    share = (time.perf_counter() - since) / max(1, len(records))
-    for r in records:
-        r["eval_seconds"] = round(share, 6)
+def _timed(records: list[dict], since: float, own: list[float] | None = None) -> None:
+    """Each record's evaluation seconds; they sum to the wall time since `since`. With `own` (the
+    runner's per-sample compute, e.g. its prefill + decoding) each record gets its own plus an equal
+    share of the rest (tokenizing, scoring); without, an equal share of the whole."""
+    wall = time.perf_counter() - since
+    own = own if own is not None and len(own) == len(records) else [0.0] * len(records)
+    rest = max(0.0, wall - sum(own)) / max(1, len(records))
+    for r, mine in zip(records, own):
+        r["eval_seconds"] = round(mine + rest, 6)
 
 
 def split_job(job: CheckpointJob, parts: int) -> list[CheckpointJob]:
@@ -273,35 +277,22 @@ def _evaluate(
         disable=None if job.progress else True,  # on a terminal only (harness/progress.py says why)
         file=sys.stderr,
     )
-    # Longest prompts first within each max_new_tokens group: an out-of-memory shows at once,
-    # and each batch holds similar lengths (little padding).
-    items.sort(key=lambda it: (it.sample.max_new_tokens, -it.num_tokens))
-    chunk = len(items) if runner.submit_all else job.settings.batch_size
-    for start in range(0, len(items), max(1, chunk)):
-        part = items[start : start + chunk]
-        t_batch = time.perf_counter()
-        try:
-            preds = runner.generate(
-                [
-                    GenerationRequest(
-                        it.prompt,
-                        it.sample.max_new_tokens,
-                        tuple(it.sample.metadata.get("stop", ())),
-                        chat_messages(it.sample, job.settings.system_prompt) if job.settings.chat_template else None,
-                    )
-                    for it in part
-                ]
-            )
-        except EndpointError as exc:  # the server went away: say what is safe
-            raise EndpointError(f"{exc}; {_stored_line(store, added)}") from None
-        raws = preds
-        if job.strip_thinking:
-            preds = [strip_thinking(p) for p in raws]
+
+    def request(it: WorkItem) -> GenerationRequest:
+        return GenerationRequest(
+            it.prompt,
+            it.sample.max_new_tokens,
+            tuple(it.sample.metadata.get("stop", ())),
+            chat_messages(it.sample, job.settings.system_prompt) if job.settings.chat_template else None,
+        )
+
+    def records_of(part: list[WorkItem], raws: list[str]) -> list[dict]:
+        preds = [strip_thinking(p) for p in raws] if job.strip_thinking else raws
         try:
             preds, raws, firsts = _follow_ups(job, runner, part, preds, raws)
         except EndpointError as exc:
             raise EndpointError(f"{exc}; {_stored_line(store, added)}") from None
-        records = [
+        return [
             _record(
                 job,
                 it.task,
@@ -320,11 +311,51 @@ def _evaluate(
             )
             for k, (it, pred, raw) in enumerate(zip(part, preds, raws))
         ]
-        _timed(records, t_batch)
-        added += store.append(records)
-        bar.update(len(part))
+
+    def stored(records: list[dict]) -> int:
+        n = store.append(records)
+        bar.update(len(records))
         if report:
-            report(len(part))
+            report(len(records))
+        return n
+
+    # Longest prompts first within each max_new_tokens group: an out-of-memory shows at once,
+    # and each batch holds similar lengths (little padding).
+    items.sort(key=lambda it: (it.sample.max_new_tokens, -it.num_tokens))
+    each = getattr(runner, "generate_each", None)
+    if each is not None and items:
+        # A runner that orders the work itself (shared prefixes together) gets a whole (task,
+        # length) at once -- prompts of different tasks share nothing -- and hands back each sample
+        # as it finishes; every --batch-size of them is stored.
+        groups: dict[tuple, list[WorkItem]] = {}
+        for it in items:
+            groups.setdefault((it.task.name, it.sample.length), []).append(it)
+        pending: list[tuple[WorkItem, str, float, dict | None]] = []
+        t_batch = time.perf_counter()
+        for group in groups.values():
+            for i, raw, seconds in each([request(it) for it in group]):
+                pending.append((group[i], raw, seconds, getattr(runner, "sample_stats", {}).get(i)))
+                if len(pending) >= max(1, job.settings.batch_size):
+                    added += stored(_stream_records(records_of, pending, t_batch))
+                    pending, t_batch = [], time.perf_counter()
+        if pending:
+            added += stored(_stream_records(records_of, pending, t_batch))
+        items = []
+    chunk = len(items) if runner.submit_all else job.settings.batch_size
+    for start in range(0, len(items), max(1, chunk)):
+        part = items[start : start + chunk]
+        t_batch = time.perf_counter()
+        try:
+            raws = runner.generate([request(it) for it in part])
+        except EndpointError as exc:  # the server went away: say what is safe
+            raise EndpointError(f"{exc}; {_stored_line(store, added)}") from None
+        records = records_of(part, raws)
+        stats = getattr(runner, "sample_stats", None) or {}
+        for i, rec in enumerate(records):
+            if i in stats:
+                rec["compute"] = stats[i]
+        _timed(records, t_batch)
+        added += stored(records)
     for w in runner_work:
         t_batch = time.perf_counter()
         try:
@@ -348,12 +379,20 @@ def _evaluate(
             for r in out
         ]
         _timed(records, t_batch)
-        added += store.append(records)
-        bar.update(len(w.indices))
-        if report:
-            report(len(w.indices))
+        added += stored(records)
     bar.close()
     return added
+
+
+def _stream_records(records_of, pending: list, since: float) -> list[dict]:
+    """Records of samples a streaming runner finished since `since`: each one's own seconds and
+    token facts (`compute`: prompt tokens, tokens reused from a shared prefix, new tokens)."""
+    records = records_of([p[0] for p in pending], [p[1] for p in pending])
+    for rec, (_, _, _, stats) in zip(records, pending):
+        if stats:
+            rec["compute"] = stats
+    _timed(records, since, [p[2] for p in pending])
+    return records
 
 
 def _follow_ups(job: CheckpointJob, runner, part: list[WorkItem], preds: list[str], raws: list[str]):

@@ -61,7 +61,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="model dtype (default: the checkpoint's)",
     )
-    g.add_argument("--batch-size", type=int, default=8, help="transformers batch size (default 8)")
+    g.add_argument(
+        "--batch-size",
+        type=int,
+        default=8,
+        help="samples stored per write; loglikelihood rows per batch (hf generation runs one prompt at a time) (default 8)",
+    )
+    g.add_argument(
+        "--no-prefix-reuse",
+        action="store_true",
+        help="compute every prompt in full: no shared-prefix KV reuse (hf) or prefix caching (vllm); "
+        "outputs are the same either way, only slower",
+    )
     g.add_argument(
         "--max-model-len", type=int, metavar="N", help="context to run with (default: config max_position_embeddings)"
     )
@@ -302,6 +313,7 @@ def config_from_args(args: argparse.Namespace):
         max_new_tokens=args.max_new_tokens,
         system_prompt=args.system_prompt,
         strip_thinking=args.strip_thinking,
+        prefix_reuse=not args.no_prefix_reuse,
     )
 
 

@@ -73,10 +73,14 @@ def run(args) -> int:
             unavailable[name] = str(exc)
             continue
         tasks.append(task)
-    if not tasks:
-        raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
     for name, reason in unavailable.items():
         print(f"{name}: unavailable: {reason}")
+    if not tasks:  # one line per task above, one error line here; nothing is written
+        if len(unavailable) == 1:
+            raise UserError("no task can run: " + "".join(f"{k}: {v}" for k, v in unavailable.items()))
+        raise UserError(
+            f"no task can run: {', '.join(unavailable)}; give each its data as the lines above say (no samples written)"
+        )
 
     failed: list[str] = []
     written = 0

@@ -38,6 +38,9 @@ class RunnerSettings:
     rope_theta: float | None = None
     rope_scaling: dict | None = None
     tensor_parallel_size: int = 1
+    # Compute each shared prompt prefix once (hf: the prefix engine; vLLM: automatic prefix caching).
+    # Never changes an output (harness/runners/prefix.py), so it is not part of a record's identity.
+    prefix_reuse: bool = True
     chat_template: bool = False
     extra: dict = field(default_factory=dict)  # vLLM: extra LLM(...) keyword arguments
     # Served models (--backend openai): where, how, and which tokenizer counts the prompts.

@@ -1,26 +1,36 @@
-"""The transformers runner: batched greedy generation with left padding, SDPA attention.
+"""The transformers runner: greedy generation one prompt at a time with shared prefixes computed once.
 
     from harness.runners.registry import get_runner
     from harness.runners.base import RunnerSettings, GenerationRequest
     runner = get_runner("hf", "runs/anchor/ckpt-2000", RunnerSettings(backend="hf", dtype="bfloat16"))
     runner.generate([GenerationRequest("The sky is", max_new_tokens=8)])
+    for i, text, seconds in runner.generate_each(requests): ...   # as each request finishes
 
-Prompts are sorted by length before batching (less padding) and results restored to request
-order. Batches are sized by tokens: at most --batch-size rows and at most `max_batch_tokens`
+Generation runs each prompt alone, unpadded, on harness/runners/prefix.py's engine: a fixed prefill
+grid, prompts in lexicographic token order, and the KV cache of every grid chunk two neighbouring
+prompts share computed once (`prefix_reuse`, on by default). A prompt's output depends on nothing
+but the prompt: not on --batch-size, the other requests of the call, their order, or reuse on/off
+(bit-identical logits in every dtype; tests/eval_run/test_prefix_reuse.py). Measured on CPU, one
+unpadded row is also the fastest shape for long prompts (batch 8 with left padding took 1.5x the
+time of batch 1 at 4K and changed 5 of 25 bf16 predictions). Architectures the engine refuses
+(sliding-window or linear-attention layers) run transformers generate one unpadded row at a time.
+Generation stops at EOS; stop strings cut the decoded text afterwards, which gives the same text as
+stopping early. A sequence that does not fit in memory stops with a UserError naming the flags that help.
+
+Loglikelihood runs right-padded batches: at most --batch-size rows and at most `max_batch_tokens`
 (settings.extra, default DEFAULT_BATCH_TOKENS) padded tokens, so the batch shrinks as length grows
-(transformers' SDPA path builds a [rows, 1, L, L] mask for a padded batch: 8 rows at 128K would be
-128 GiB). A batch of one unpadded sequence runs with no mask at all (plain causal kernel). On CUDA
-out-of-memory the batch is halved and retried, and the token budget halved for the batches after
-it; a single sequence that does not fit stops with a UserError naming the flags that help.
-Loglikelihood keeps only the logits of the scored positions (`logits_to_keep`) and takes their
-log-softmax in float32 in chunks of positions, never a [rows, L, vocab] float32 tensor. Left padding with the attention mask keeps every row's positions and greedy tokens equal
-to unbatched generation (tests/eval_run/test_hf_runner.py checks it). Generation stops at EOS;
-stop strings cut the decoded text afterwards, which gives the same text as stopping early.
+(transformers' SDPA path builds a [rows, 1, L, L] mask for a padded batch). A batch of one unpadded
+sequence runs with no mask. On CUDA out-of-memory the batch is halved and retried, and the token
+budget halved for the batches after it. It keeps only the logits of the scored positions
+(`logits_to_keep`) and takes their log-softmax in float32 in chunks of positions, never a
+[rows, L, vocab] float32 tensor.
 """
 
 from __future__ import annotations
 
 import pickle
+from array import array
+from collections.abc import Iterator
 from typing import cast
 
 from harness.errors import UserError
@@ -133,6 +143,17 @@ class HFRunner:
         import inspect
 
         self._keeps_logits = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        # Generation: one prompt at a time on a fixed prefill grid, shared prefixes computed once.
+        from harness.runners.prefix import PrefixEngine, chunk_for
+
+        self.prefix_reuse = settings.prefix_reuse
+        self.unsupported = PrefixEngine.unsupported_reason(self.model)
+        self.engine = (
+            None
+            if self.unsupported
+            else PrefixEngine(self.model, self.eos_id, chunk_for(self.device), reuse=settings.prefix_reuse)
+        )
+        self.sample_stats: dict[int, dict] = {}  # request index -> tokens facts of the last generate call
 
     # -- batching ----------------------------------------------------------------------------
     def _batches(self, order: list[int], cost: list[int]):
@@ -182,57 +203,100 @@ class HFRunner:
 
     # -- generation --------------------------------------------------------------------------
     def generate(self, requests: list[GenerationRequest]) -> list[str]:
-        import torch
+        out: list[str | None] = [None] * len(requests)
+        for i, text, _ in self.generate_each(requests):
+            out[i] = text
+        return out  # type: ignore[return-value]
 
-        encoded = [prompt_ids(self.tokenizer, r.prompt) for r in requests]
+    def generate_each(self, requests: list[GenerationRequest]) -> Iterator[tuple[int, str, float]]:
+        """(request index, text, seconds) per request as each finishes, in prefix order (see
+        harness/runners/prefix.py); `seconds` is the request's own compute, shared prefixes split
+        among their users. Per-request facts (prompt tokens, reused tokens) go to `self.sample_stats`."""
+        # 4 bytes per token (a list holds a 28-byte int object per token): a call may carry every
+        # sample of a (task, length), 500 prompts of 128K tokens.
+        encoded = [array("i", prompt_ids(self.tokenizer, r.prompt)) for r in requests]
         for r, ids in zip(requests, encoded):
             if len(ids) + r.max_new_tokens > self.max_model_len:
                 raise UserError(
                     f"a prompt of {len(ids)} tokens + {r.max_new_tokens} to generate exceeds the context "
                     f"{self.max_model_len}: pass --max-model-len (with --rope-scaling/--rope-theta) or shorter lengths"
                 )
-        # Longest first: equal max_new_tokens batched together, little padding inside a batch.
-        order = sorted(range(len(requests)), key=lambda i: (requests[i].max_new_tokens, -len(encoded[i])))
-        out: list[str | None] = [None] * len(requests)
-        cost = [len(ids) + r.max_new_tokens for ids, r in zip(encoded, requests)]
+        self.sample_stats = {}
+        if self.engine is None:
+            yield from self._generate_plain(requests, encoded)
+            return
+        runs = self.engine.run(encoded, [r.max_new_tokens for r in requests])
+        while (done := self._oom_guard(lambda: next(runs, None), encoded)) is not None:
+            r = requests[done.index]
+            self.sample_stats[done.index] = {
+                "prompt_tokens": done.prompt_tokens,
+                "reused_tokens": done.reused_tokens,
+                "new_tokens": len(done.tokens),
+                "prefill_seconds": round(done.prefill_seconds, 6),
+                "grid": self.engine.chunk,
+            }
+            self.batch_log.append((1, done.prompt_tokens + r.max_new_tokens))
+            yield done.index, self._decode(done.tokens, r), done.seconds
 
-        def step(idx: list[int]) -> None:
-            max_new = max(requests[i].max_new_tokens for i in idx)
-            width = max(len(encoded[i]) for i in idx)
-            input_ids = torch.full((len(idx), width), self.pad_id, dtype=torch.long)
-            mask = torch.zeros((len(idx), width), dtype=torch.long)
-            for row, i in enumerate(idx):
-                ids = encoded[i]
-                input_ids[row, width - len(ids) :] = torch.tensor(ids)
-                mask[row, width - len(ids) :] = 1
-            # An all-ones mask (no padding, e.g. one sequence) lets transformers skip building the
-            # [rows, 1, L, L] mask and run the causal kernel; it is passed rather than left out so
-            # generate() never infers padding from pad ids inside the prompt.
-            with torch.inference_mode():
-                # transformers types generate() on GenerativePreTrainedModel but from_pretrained of an
-                # AutoModelForCausalLM returns _BaseModelWithGenerate: a mismatch in its annotations.
-                gen = self.model.generate(  # type: ignore[misc]
-                    input_ids=input_ids.to(self.device),
-                    attention_mask=mask.to(self.device),
-                    do_sample=False,
-                    max_new_tokens=max_new,
-                    eos_token_id=self.eos_id,
-                    pad_token_id=self.pad_id,
-                    temperature=None,
-                    top_p=None,
-                    top_k=None,
-                )
-            new = gen[:, width:].tolist()
-            for row, i in enumerate(idx):
-                toks = new[row][: requests[i].max_new_tokens]
-                if self.eos_id in toks:
-                    toks = toks[: toks.index(self.eos_id)]
-                text = cast(str, self.tokenizer.decode(toks, skip_special_tokens=True))  # one sequence: one str
-                out[i] = cut_at_stop(text, requests[i].stop)
+    def _decode(self, toks: list[int], r: GenerationRequest) -> str:
+        toks = toks[: r.max_new_tokens]
+        if self.eos_id in toks:
+            toks = toks[: toks.index(self.eos_id)]
+        text = cast(str, self.tokenizer.decode(toks, skip_special_tokens=True))  # one sequence: one str
+        return cut_at_stop(text, r.stop)
 
-        for idx in self._batches(order, cost):
-            self._run_batch(idx, max(cost[i] for i in idx), step)
-        return out  # type: ignore[return-value]
+    def _oom_guard(self, step, encoded):
+        """step() with an out-of-memory error turned into a UserError (one row is the least there is)."""
+        import torch
+
+        oom = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
+        try:
+            return step()
+        except oom:
+            pass
+        import gc
+
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        raise UserError(
+            f"one sequence of up to {max(map(len, encoded))} tokens does not fit in {self.device} memory: pass a "
+            "smaller --max-model-len, --dtype bfloat16 (if float32), or shorter lengths"
+        )
+
+    def _generate_plain(self, requests, encoded) -> Iterator[tuple[int, str, float]]:
+        """Architectures the prefix engine refuses: transformers generate, one unpadded row per request
+        (no padding, so the output never depends on the other requests)."""
+        import time
+
+        import torch
+
+        for i in range(len(requests)):
+            r, t0 = requests[i], time.perf_counter()
+            if r.max_new_tokens <= 0:
+                yield i, "", 0.0
+                continue
+            ids = torch.tensor([list(encoded[i])], dtype=torch.long, device=self.device)
+
+            def step(ids=ids, max_new=r.max_new_tokens):
+                with torch.inference_mode():
+                    return self.model.generate(
+                        input_ids=ids,
+                        attention_mask=torch.ones_like(ids),
+                        do_sample=False,
+                        max_new_tokens=max_new,
+                        eos_token_id=self.eos_id,
+                        pad_token_id=self.pad_id,
+                        temperature=None,
+                        top_p=None,
+                        top_k=None,
+                    )
+
+            gen = self._oom_guard(step, [encoded[i]])
+            toks = gen[0, ids.shape[1] :].tolist()
+            self.sample_stats[i] = {"prompt_tokens": len(encoded[i]), "reused_tokens": 0, "new_tokens": len(toks)}
+            self.batch_log.append((1, len(encoded[i]) + r.max_new_tokens))
+            yield i, self._decode(toks, r), time.perf_counter() - t0
 
     # -- loglikelihood -----------------------------------------------------------------------
     def _encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:

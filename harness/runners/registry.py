@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from harness.errors import MissingExtra, UserError
 from harness.runners.base import Runner, RunnerSettings
 
-# Modules of this package that are not backends.
-_NOT_BACKENDS = frozenset({"base", "common", "registry"})
+# Modules of this package that are not backends (prefix: the hf runner's engine, which imports torch
+# at once; replies: the served replies' schemas).
+_NOT_BACKENDS = frozenset({"base", "common", "registry", "prefix", "replies"})
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,12 @@ VLLM_CPU_KVCACHE_SPACE=2 (GiB). A script that builds this runner on CPU needs an
 
 Prompts go in as token ids from the checkpoint's tokenizer and outputs are decoded by it, so
 both runners see and return exactly the same tokens and text.
+
+Automatic prefix caching is on unless `prefix_reuse` is off (--no-prefix-reuse). Requests are
+submitted in lexicographic order of their token ids, so prompts sharing a prefix are scheduled one
+after another and a later one finds the earlier one's KV blocks cached; each request's cached prompt
+tokens (vLLM's `num_cached_tokens`) go to `sample_stats`, and from the records to the run's
+provenance (`prefix_reuse.reused_fraction`: the prefix cache's hit rate over prompt tokens).
 """
 
 from __future__ import annotations
@@ -92,13 +98,14 @@ class VLLMRunner:
             dtype=dtype,
             tensor_parallel_size=settings.tensor_parallel_size,
             max_model_len=self.max_model_len,
-            enable_prefix_caching=True,
+            enable_prefix_caching=settings.prefix_reuse,
             enforce_eager=_on_cpu() or bool(settings.extra.get("enforce_eager", False)),
             hf_overrides=overrides or None,
             seed=0,
             **{k: v for k, v in settings.extra.items() if k != "enforce_eager"},
         )
         self.eos_id = self.tokenizer.eos_token_id
+        self.sample_stats: dict[int, dict] = {}  # request index -> token facts of the last generate call
 
     def _check_fits(self, n_prompt: int, n_new: int) -> None:
         if n_prompt + n_new > self.max_model_len:
@@ -111,25 +118,38 @@ class VLLMRunner:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
+        self.sample_stats = {}
         if not requests:
             return []
-        prompts, params = [], []
-        for r in requests:
-            ids = prompt_ids(self.tokenizer, r.prompt)
+        encoded = [prompt_ids(self.tokenizer, r.prompt) for r in requests]
+        for r, ids in zip(requests, encoded):
             self._check_fits(len(ids), r.max_new_tokens)
-            prompts.append(TokensPrompt(prompt_token_ids=ids))
-            params.append(
-                SamplingParams(
-                    temperature=0.0, max_tokens=r.max_new_tokens, stop=list(r.stop) or None, skip_special_tokens=True
-                )
+        # Shared prefixes next to each other: the prefix cache holds a prompt's blocks when the next
+        # one sharing them is scheduled.
+        order = sorted(range(len(requests)), key=lambda i: encoded[i])
+        prompts = [TokensPrompt(prompt_token_ids=encoded[i]) for i in order]
+        params = [
+            SamplingParams(
+                temperature=0.0,
+                max_tokens=requests[i].max_new_tokens,
+                stop=list(requests[i].stop) or None,
+                skip_special_tokens=True,
             )
+            for i in order
+        ]
         outs = self.llm.generate(prompts, params, use_tqdm=False)
-        texts = []
-        for r, o in zip(requests, outs):
+        texts: list[str] = [""] * len(requests)
+        for i, o in zip(order, outs):
+            r = requests[i]
             toks = list(o.outputs[0].token_ids)
             if self.eos_id in toks:
                 toks = toks[: toks.index(self.eos_id)]
-            texts.append(cut_at_stop(cast(str, self.tokenizer.decode(toks, skip_special_tokens=True)), r.stop))
+            self.sample_stats[i] = {
+                "prompt_tokens": len(encoded[i]),
+                "reused_tokens": int(getattr(o, "num_cached_tokens", None) or 0),
+                "new_tokens": len(toks),
+            }
+            texts[i] = cut_at_stop(cast(str, self.tokenizer.decode(toks, skip_special_tokens=True)), r.stop)
         return texts
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[tuple[float, bool]]:

@@ -22,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.errors import TaskUnavailable
+from tasks.data.reader import decode, read_bytes
 
 ENV_VAR = "HARNESS_BABILONG"
 TASK_FILES = {
@@ -128,12 +129,8 @@ def _questions(task: str, root: str | None) -> tuple[tuple[Question, ...], str]:
         path = _find_babi(Path(root), task)
         if path is None:
             raise TaskUnavailable(f"BABILong {task}: no {TASK_FILES[task]}_test.txt in {root}: {_fix()}")
-        raw = path.read_bytes()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise TaskUnavailable(f"{path} is not UTF-8 text: {_fix()}") from None
-        return parse_babi(text, str(path)), hashlib.sha256(raw).hexdigest()[:16]
+        raw = read_bytes(path, _fix())  # a regular file (never a FIFO that blocks the read)
+        return parse_babi(decode(raw, path, _fix()), str(path)), hashlib.sha256(raw).hexdigest()[:16]
     from tasks import hub
 
     try:
@@ -165,7 +162,7 @@ def _books(root: str | None) -> Books:
                 digest = hashlib.sha256()
                 texts = []
                 for f in files:
-                    raw = f.read_bytes()
+                    raw = read_bytes(f, _fix())
                     digest.update(f.name.encode() + b"\0" + raw + b"\0")
                     texts.append(raw.decode("utf-8", errors="replace"))
                 if not any(len(t) > 1000 for t in texts):

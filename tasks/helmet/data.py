@@ -27,6 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.errors import TaskUnavailable
+from tasks.data.reader import read_bytes
 
 ENV_VAR = "HARNESS_HELMET"
 FIX = f"pass --helmet-data DIR (or set {ENV_VAR}) to HELMET's data.tar.gz unpacked (hub dataset princeton-nlp/HELMET)"
@@ -55,7 +56,7 @@ def find(pattern: str, what: str) -> Path:
 
 @lru_cache(maxsize=32)
 def _read(path: Path, mtime: float) -> tuple[tuple[dict, ...], str]:
-    raw = path.read_bytes()
+    raw = read_bytes(path, "re-extract HELMET's data")  # a regular file: a FIFO never blocks the read
     try:
         text = raw.decode("utf-8")
         if path.suffix == ".json":
@@ -83,7 +84,7 @@ def read_records(path: Path, required: tuple[str, ...]) -> tuple[tuple[dict, ...
 
 
 def read_json(path: Path) -> tuple[dict, str]:
-    raw = path.read_bytes()
+    raw = read_bytes(path, "copy HELMET's prompts/ folder again")
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.errors import TaskUnavailable
+from tasks.data.reader import read_json
 
 ENV_VAR = "HARNESS_LONGBENCH_V2"
 HUB_REPO = "THUDM/LongBench-v2"
@@ -54,11 +55,8 @@ def _validate(items, where: str) -> tuple[dict, ...]:
 
 
 def _read(path: Path) -> tuple[dict, ...]:
-    try:
-        items = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise TaskUnavailable(f"{path} cannot be read as JSON ({type(exc).__name__}): {_fix()}") from None
-    return _validate(items, str(path))
+    # a regular file, UTF-8 JSON (a FIFO or device never blocks the read): the shared data reader
+    return _validate(read_json(path, _fix()), str(path))
 
 
 @lru_cache(maxsize=4)
@@ -67,7 +65,7 @@ def _load(folder: str | None) -> tuple[tuple[dict, ...], str]:
         path = Path(folder).expanduser()
         if path.is_dir():
             path = path / FILE
-        if not path.is_file():
+        if not path.exists():  # anything else there (a FIFO, a device) the reader names
             raise TaskUnavailable(f"LongBench v2 file {path} not found: {_fix()}")
         items = _read(path)
     else:

@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.errors import TaskUnavailable
+from tasks.data.reader import read_bytes
 
 ENV_VAR = "HARNESS_NOLIMA"
 HUB_REPO = "amodaresi/NoLiMa"
@@ -149,13 +150,14 @@ def expand_tests(needle_set, path="needle_set.json") -> tuple[Test, ...]:
 
 def _local(folder: Path) -> tuple[bytes, list[tuple[str, bytes]]]:
     needle_path = folder / NEEDLE_SET
-    if not needle_path.is_file():
+    if not needle_path.exists():  # anything else there (a FIFO, a device) the reader names
         raise TaskUnavailable(f"NoLiMa file {needle_path} not found: {FIX}")
     book_dir = folder / HAYSTACK_DIR
     books = sorted(book_dir.glob("*.txt")) if book_dir.is_dir() else []
     if not books:
         raise TaskUnavailable(f"NoLiMa haystacks not found: {book_dir} holds no .txt book (rand_book_1.txt ...): {FIX}")
-    return needle_path.read_bytes(), [(b.name, b.read_bytes()) for b in books]
+    # regular files only (the shared data reader): a FIFO named like a book never blocks the read
+    return read_bytes(needle_path, FIX), [(b.name, read_bytes(b, FIX)) for b in books]
 
 
 def _hub() -> tuple[bytes, list[tuple[str, bytes]]]:

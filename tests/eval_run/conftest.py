@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 import toytasks  # noqa: F401  (registers the toy tasks and suite)
 
@@ -24,12 +21,3 @@ def ckpt_series(tmp_path_factory, bpe_tokenizer_dir):
 def isolated_cwd(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-def copy_ckpt(src, dst, drop_tokenizer=False):
-    shutil.copytree(src, dst)
-    if drop_tokenizer:
-        for f in os.listdir(dst):
-            if f.startswith(("tokenizer", "special_tokens")):
-                os.remove(os.path.join(dst, f))
-    return dst

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import copy_ckpt
+from ckpt_copy import copy_ckpt
 
 from harness.cli import main
 

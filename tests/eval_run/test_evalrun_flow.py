@@ -243,7 +243,7 @@ def test_data_source_flags_set_env(monkeypatch, tmp_path):
 def test_training_settings_reach_results(ckpt_series, tmp_path):
     """harness_training.json beside config.json (harness/checkpoints.py TRAINING_FILE) is copied into
     results.json run.checkpoints[].training, and its mode becomes run.mode."""
-    from conftest import copy_ckpt
+    from ckpt_copy import copy_ckpt
 
     from harness.checkpoints import TRAINING_FILE
 

@@ -1,5 +1,6 @@
-"""The transformers runner's memory rules (issue 16): token-budget batches, no mask for one unpadded
-sequence, out-of-memory back-off, chunked log-probabilities — and outputs unchanged by all of them.
+"""The transformers runner's memory rules (issue 16): generation one unpadded row at a time, token-budget
+loglikelihood batches, no mask for one unpadded sequence, out-of-memory back-off, chunked
+log-probabilities — and outputs unchanged by all of them.
 
 References are independent of harness/runners/hf.py: a plain per-sample transformers generate loop
 (one sequence, no padding) and a full-logits float32 log-softmax computed here.
@@ -59,48 +60,65 @@ def _reference_ll(model, tokenizer, runner, context: str, continuation: str) -> 
     return float(lp.gather(1, target[:, None]).sum()), bool((lp.argmax(-1) == target).all())
 
 
-def test_batches_are_sized_by_tokens_and_outputs_match_plain_generate(tiny_llama_dir, runner):
+def test_generation_runs_one_row_per_prompt_and_matches_plain_generate(tiny_llama_dir, runner):
     reqs = [GenerationRequest(p, 8) for p in PROMPTS]
-    costs = sorted(len(runner.tokenizer(p)["input_ids"]) + 8 for p in PROMPTS)
+    got = runner.generate(reqs)
+    assert got == [_plain_generate(runner.model, runner.tokenizer, q.prompt, 8) for q in reqs]
+    runner.batch_log.clear()
+    assert _runner(tiny_llama_dir, batch_size=1, max_batch_tokens=16).generate(reqs) == got
+    r = _runner(tiny_llama_dir, max_batch_tokens=16)
+    assert r.generate(reqs) == got and r.batch_log and all(rows == 1 for rows, _ in r.batch_log)
+    r.close()
+
+
+def test_loglikelihood_batches_are_sized_by_tokens(tiny_llama_dir, runner):
+    reqs = [LoglikelihoodRequest(p, " blue sky") for p in PROMPTS]
+    costs = sorted(sum(map(len, runner._encode_pair(q.context, q.continuation))) for q in reqs)
     budget = costs[-1] + costs[0]  # the longest alone; the shortest several together
     r = _runner(tiny_llama_dir, max_batch_tokens=budget)
-    got = r.generate(reqs)
-    assert got == [_plain_generate(runner.model, runner.tokenizer, q.prompt, 8) for q in reqs]
+    got = r.loglikelihood(reqs)
+    expected = [_reference_ll(runner.model, runner.tokenizer, runner, q.context, q.continuation) for q in reqs]
+    assert [g for _, g in got] == [g for _, g in expected]
+    assert [v for v, _ in got] == pytest.approx([v for v, _ in expected], abs=1e-4)
     assert sum(rows for rows, _ in r.batch_log) == len(reqs)
     assert all(rows == 1 or rows * width <= budget for rows, width in r.batch_log)
     # Longest first: the batch shrinks as the length grows.
     by_width = sorted(r.batch_log, key=lambda b: b[1])
     assert by_width[0][0] > 1 and by_width[-1][0] == 1
-    # The default budget keeps short prompts in one --batch-size batch.
+    # The default budget keeps short requests in one --batch-size batch.
     runner.batch_log.clear()
-    assert runner.generate(reqs) == got
+    runner.loglikelihood(reqs)
     assert runner.batch_log == [(len(reqs), max(w for _, w in r.batch_log))]
     r.close()
 
 
-def _sdpa_masks(monkeypatch) -> list:
-    """Record the attention_mask every sdpa attention call receives."""
+def _masks(monkeypatch, name: str) -> list:
+    """Record the attention_mask every call of attention implementation `name` receives."""
     from transformers import AttentionInterface
 
     seen: list = []
-    original = AttentionInterface._global_mapping["sdpa"]
+    original = AttentionInterface._global_mapping[name]
 
     def recording(module, query, key, value, attention_mask, **kwargs):
         seen.append(None if attention_mask is None else tuple(attention_mask.shape))
         return original(module, query, key, value, attention_mask, **kwargs)
 
-    monkeypatch.setitem(AttentionInterface._global_mapping, "sdpa", recording)
+    monkeypatch.setitem(AttentionInterface._global_mapping, name, recording)
     return seen
 
 
-def test_no_mask_for_a_batch_of_one(runner, monkeypatch):
-    seen = _sdpa_masks(monkeypatch)
-    runner.generate([GenerationRequest(PROMPTS[4], 4)])
+def test_no_mask_for_a_row_of_one(runner, monkeypatch):
+    from harness.runners.prefix import ATTENTION
+
+    seen = _masks(monkeypatch, "sdpa")
+    engine = _masks(monkeypatch, ATTENTION)
+    runner.generate([GenerationRequest(PROMPTS[4], 4), GenerationRequest(PROMPTS[0], 4)])
+    assert engine and all(m is None for m in engine), engine
     runner.loglikelihood([LoglikelihoodRequest(PROMPTS[4], " blue sky")])
     assert seen and all(m is None for m in seen), seen
     # A padded batch does get a [rows, 1, L, L] mask: the check above can fail.
     seen.clear()
-    runner.generate([GenerationRequest(PROMPTS[4], 4), GenerationRequest(PROMPTS[0], 4)])
+    runner.loglikelihood([LoglikelihoodRequest(PROMPTS[4], " blue"), LoglikelihoodRequest(PROMPTS[0], " blue")])
     assert any(m is not None and m[0] == 2 and m[1] == 1 for m in seen), seen
 
 
@@ -123,17 +141,14 @@ def _inject_oom(monkeypatch, model, max_rows: int) -> list[int]:
 
 
 def test_out_of_memory_halves_the_batch_and_keeps_outputs(tiny_llama_dir, runner, monkeypatch):
-    reqs = [GenerationRequest(p, 6) for p in PROMPTS]
-    expected = runner.generate(reqs)
     lreqs = [LoglikelihoodRequest(p, " blue sky") for p in PROMPTS]
     expected_ll = runner.loglikelihood(lreqs)
     r = _runner(tiny_llama_dir)
     calls = _inject_oom(monkeypatch, r.model, max_rows=3)
-    assert r.generate(reqs) == expected
-    assert max(calls) == 8 and all(rows <= 3 for rows, _ in r.batch_log)
-    assert sum(rows for rows, _ in r.batch_log) == len(reqs)
-    assert r.batch_tokens < 32768  # the budget came down for the batches after the failure
     got = r.loglikelihood(lreqs)
+    assert max(calls) == 8 and all(rows <= 3 for rows, _ in r.batch_log)
+    assert sum(rows for rows, _ in r.batch_log) == len(lreqs)
+    assert r.batch_tokens < 32768  # the budget came down for the batches after the failure
     assert [g for _, g in got] == [g for _, g in expected_ll]
     assert [v for v, _ in got] == pytest.approx([v for v, _ in expected_ll], abs=1e-4)
     r.close()

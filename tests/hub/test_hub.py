@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -126,8 +125,8 @@ def test_generate_without_network_fails_fast_with_one_line_per_task(tmp_path):
     for ln in unavailable:
         assert "cannot connect to 127.0.0.1:9" in ln and "--longbench DIR" in ln and "HARNESS_LONGBENCH=DIR" in ln
         assert "<task>.jsonl files of THUDM/LongBench's data.zip" in ln
-    assert lines[-1].startswith("error: no samples written")
-    assert json.loads((tmp_path / "x" / "unavailable.json").read_text()).keys() >= {"trec", "narrativeqa"}
+    assert lines[-1].startswith("error: no task can run: ") and "trec" in lines[-1]
+    assert not (tmp_path / "x").exists()  # a command that can do nothing writes nothing
     # retries alone would take about 20 s per task (7 minutes here); one refused connection takes
     # milliseconds, so even a loaded machine stays far below that
     assert seconds < 300, f"took {seconds:.0f} s"

@@ -120,7 +120,7 @@ def test_missing_or_bad_data_is_one_line(tmp_path, monkeypatch):
         get_task("longbench_v2_easy_short").check_available()
     (tmp_path / "data.json").write_text("{not json")
     data.clear_cache()
-    with pytest.raises(TaskUnavailable, match="cannot be read as JSON"):
+    with pytest.raises(TaskUnavailable, match="is not valid JSON"):
         get_task("longbench_v2_easy_short").check_available()
     monkeypatch.delenv(data.ENV_VAR)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

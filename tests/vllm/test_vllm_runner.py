@@ -94,3 +94,33 @@ def test_same_scores_from_vllm_and_transformers_through_harness_eval(tiny_llama_
         assert json.loads(lines[0])["settings"]["backend"] == backend
     assert len(records["vllm"]) == 6
     assert records["vllm"] == records["hf"]
+
+
+def test_prefix_cache_hits_are_counted_and_change_nothing(tiny_llama_dir, runners):
+    """Prompts sharing a long prefix, submitted in an order that hides it: the runner sorts them, the
+    prefix cache serves the shared blocks (num_cached_tokens), and the texts equal a run without the
+    cache and the transformers runner's. Engines of its own: closing an engine (the eval test above
+    does) tears down vLLM's process groups under an engine still open."""
+    from harness.runners.registry import get_runner
+
+    _, h = runners
+    stem = "The grass is green. The sky is blue. The sun is yellow. " * 30
+    reqs = [GenerationRequest(stem + f"Item {k} of the list is number", 6) for k in (5, 1, 9, 3)]
+    reqs.insert(2, GenerationRequest("Unrelated. " * 40 + "The answer is", 6))
+    texts, stats = {}, {}
+    for reuse in (True, False):
+        v = get_runner("vllm", str(tiny_llama_dir), RunnerSettings(backend="vllm", dtype="float32", prefix_reuse=reuse))
+        texts[reuse], stats[reuse] = v.generate(reqs), v.sample_stats
+        tokenizer, block = v.tokenizer, v.llm.llm_engine.vllm_config.cache_config.block_size
+        v.close()
+    on = stats[True]
+    assert sorted(on) == list(range(len(reqs)))
+    assert [on[i]["prompt_tokens"] for i in range(len(reqs))] == [len(tokenizer(r.prompt)["input_ids"]) for r in reqs]
+    stem_tokens = len(tokenizer(stem)["input_ids"])
+    hits = sorted(on[i]["reused_tokens"] for i in (0, 1, 3, 4))
+    print("vllm prefix cache hits", hits, "of a", stem_tokens, "token stem")
+    # The first stem prompt computes the stem; each later one finds all its full blocks cached
+    # (vLLM caches whole blocks: 128 tokens on CPU).
+    assert hits[0] < stem_tokens // 2 and all(x == stem_tokens // block * block > 0 for x in hits[1:]), hits
+    assert all(s["reused_tokens"] == 0 for s in stats[False].values())
+    assert texts[True] == texts[False] == h.generate(reqs)

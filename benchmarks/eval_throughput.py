@@ -1,0 +1,196 @@
+"""Utilisation of the transformers runner: prompt and generated tokens/s and achieved FLOP/s against
+the machine's measured matmul peak, per task and length, with shared-prefix reuse on and off.
+
+    OMP_NUM_THREADS=2 python benchmarks/eval_throughput.py                   # embedded tiny Llama, quick
+    python benchmarks/eval_throughput.py --model /work/models/smollm2-135m-instruct --lengths 1k,2k,4k \\
+        --dtypes bfloat16,float32 --samples 8 --threads 2
+
+Per (task, length, dtype) the same prompts (RULER samples, generated and tokenized before timing)
+run through HFRunner.generate_each twice in this process, reuse on and off, alternating which goes
+first. Printed per row: wall and CPU seconds, prompt tokens/s (all prompt tokens over the prefill
+time, so reuse raises it) and generated tokens/s (over the decoding time), achieved GFLOP/s (the
+FLOPs actually computed over the run's wall time) and its share of the peak, the share of prompt
+tokens reused, and the time ratio reuse on / off (target for niah tasks at 4K: <= 0.6).
+
+FLOPs from the model's shape: 2 x the non-embedding parameters per token computed, 2 x hidden x vocab
+per token whose logits are taken (the last prompt token and each generated token), and attention
+4 x (position + 1) x heads x head_dim per layer and token (QK^T and AV, causal). The peak is a large
+torch.matmul in each dtype timed in this process with the same threads. CPU seconds (all threads of
+this process) are steadier than wall seconds when other jobs share the cores; the load average is
+printed with the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+RULER_OFFLINE = (
+    "niah_single_1,niah_single_2,niah_single_3,niah_multikey_1,niah_multikey_2,niah_multikey_3,"
+    "niah_multivalue,niah_multiquery,vt,cwe,fwe"
+)
+
+
+def matmul_peak(dtype, n: int = 2048, seconds: float = 2.0) -> float:
+    """GFLOP/s of an n x n x n matmul in `dtype`, best of repeated timings over ~`seconds`."""
+    import torch
+
+    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+    a @ b
+    best, spent = float("inf"), 0.0
+    while spent < seconds:
+        t = time.perf_counter()
+        a @ b
+        dt = time.perf_counter() - t
+        best, spent = min(best, dt), spent + dt
+    return 2 * n**3 / best / 1e9
+
+
+class Shape:
+    """FLOPs of the model's forward passes, from its config and parameter count."""
+
+    def __init__(self, model) -> None:
+        cfg = model.config
+        self.layers = cfg.num_hidden_layers
+        self.heads = cfg.num_attention_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self.hidden, self.vocab = cfg.hidden_size, cfg.vocab_size
+        embed = model.get_input_embeddings().weight.numel()
+        head = model.get_output_embeddings().weight
+        tied = head.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+        self.body = sum(p.numel() for p in model.parameters()) - embed - (0 if tied else head.numel())
+
+    def tokens(self, start: int, end: int) -> float:
+        """FLOPs of running positions [start, end) after a cache of `start` positions."""
+        n = end - start
+        attn = 4 * self.heads * self.head_dim * self.layers * (end * (end + 1) - start * (start + 1)) / 2
+        return 2 * self.body * n + attn
+
+    def logits(self, n: int) -> float:
+        return 2 * self.hidden * self.vocab * n
+
+
+def run_cell(runner, reqs, shape: Shape) -> dict:
+    t, c = time.perf_counter(), time.process_time()
+    texts, stats = {}, {}
+    for i, text, _ in runner.generate_each(reqs):
+        texts[i] = text
+        stats[i] = dict(runner.sample_stats[i])
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+    prompt = sum(s["prompt_tokens"] for s in stats.values())
+    reused = sum(s["reused_tokens"] for s in stats.values())
+    new = sum(s["new_tokens"] for s in stats.values())
+    prefill = sum(s.get("prefill_seconds", 0.0) for s in stats.values())
+    flops = 0.0
+    for s in stats.values():
+        n, r, g = s["prompt_tokens"], s["reused_tokens"], s["new_tokens"]
+        # prefill of the positions not reused, then one step per generated token (the last one's
+        # step finds EOS; a run cut by max_new_tokens does one step fewer: within one token)
+        flops += shape.tokens(r, n) + shape.tokens(n, n + g) + shape.logits(g + 1)
+    return {
+        "texts": [texts[i] for i in range(len(reqs))],
+        "wall": wall,
+        "cpu": cpu,
+        "prompt": prompt,
+        "reused": reused,
+        "new": new,
+        "prefill": prefill,
+        "decode": max(1e-9, wall - prefill),
+        "flops": flops,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", help="checkpoint dir (default: an embedded tiny Llama built in a temp dir)")
+    ap.add_argument("--tasks", default=RULER_OFFLINE)
+    ap.add_argument("--lengths", default="1k,2k,4k")
+    ap.add_argument("--dtypes", default="bfloat16,float32")
+    ap.add_argument("--samples", type=int, default=8)
+    ap.add_argument("--threads", type=int, help="torch threads (default: torch's)")
+    ap.add_argument("--no-off", action="store_true", help="reuse on only (no on/off comparison)")
+    args = ap.parse_args()
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    work = Path(tempfile.mkdtemp(prefix="eval-throughput-"))
+    os.environ.setdefault("HARNESS_CACHE", str(work / "cache"))
+    from harness.embedded import build_tiny_llama, default_tokenizer_dir
+    from harness.runners.base import GenerationRequest, RunnerSettings
+    from harness.runners.common import prompt_ids
+    from harness.runners.hf import HFRunner
+    from tasks.generate import generate_samples
+    from tasks.lengths import format_length, parse_lengths
+    from tasks.registry import get_task, split_csv
+    from tasks.tokenization import load_tokenizer
+
+    model = args.model or str(build_tiny_llama(work / "run" / "ckpt-1", default_tokenizer_dir()))
+    tokenizer = load_tokenizer(model)
+    dtypes = split_csv(args.dtypes)
+    peaks = {d: matmul_peak(getattr(torch, d)) for d in dtypes}
+    print(f"model {model} · threads {torch.get_num_threads()} · {args.samples} samples per cell", flush=True)
+    print("matmul peak (2048^3, best of ~2 s): " + ", ".join(f"{d} {p:.1f} GFLOP/s" for d, p in peaks.items()))
+    header = (
+        f"{'task':<16} {'len':>4} {'dtype':>8} {'reuse':>5} {'wall s':>7} {'cpu s':>7} {'prompt tok/s':>12} "
+        f"{'gen tok/s':>9} {'GFLOP/s':>8} {'% peak':>6} {'reused':>6} {'on/off':>6}"
+    )
+    print(header, flush=True)
+    totals: dict[tuple, list[float]] = {}
+    for dtype in dtypes:
+        runners = {
+            reuse: HFRunner(model, RunnerSettings(backend="hf", dtype=dtype, prefix_reuse=reuse))
+            for reuse in ((True,) if args.no_off else (True, False))
+        }
+        shape = Shape(runners[True].model)
+        for L in parse_lengths(args.lengths):
+            for name in split_csv(args.tasks):
+                samples = generate_samples(get_task(name), L, range(args.samples), tokenizer)
+                reqs = [GenerationRequest(s.prompt, s.max_new_tokens) for s in samples]
+                t = time.perf_counter()
+                for r in reqs:
+                    prompt_ids(runners[True].tokenizer, r.prompt)
+                tokenize = time.perf_counter() - t
+                # Alternate which side goes first: a shared machine's load drifts during a run.
+                sides = sorted(runners, reverse=len(totals) % 2 == 0)
+                cells = {reuse: run_cell(runners[reuse], reqs, shape) for reuse in sides}
+                if len(cells) == 2:
+                    assert cells[True]["texts"] == cells[False]["texts"], f"{name} {L}: reuse changed an output"
+                for reuse, c in sorted(cells.items(), reverse=True):
+                    acc = totals.setdefault((dtype, L, reuse), [0.0, 0.0])
+                    acc[0] += c["wall"]
+                    acc[1] += c["cpu"]
+                    ratio = cells[True]["wall"] / cells[False]["wall"] if len(cells) == 2 else float("nan")
+                    gflops = c["flops"] / c["wall"] / 1e9
+                    print(
+                        f"{name:<16} {format_length(L):>4} {dtype[:8]:>8} {'on' if reuse else 'off':>5} "
+                        f"{c['wall']:7.1f} {c['cpu']:7.1f} {c['prompt'] / max(1e-9, c['prefill']):12.0f} "
+                        f"{c['new'] / c['decode']:9.1f} {gflops:8.1f} {100 * gflops / peaks[dtype]:5.0f}% "
+                        f"{100 * c['reused'] / max(1, c['prompt']):5.0f}% "
+                        f"{ratio if reuse else float('nan'):6.2f}",
+                        flush=True,
+                    )
+                print(f"{'':<16} tokenizing {len(reqs)} prompts: {tokenize:.2f} s", flush=True)
+        for runner in runners.values():
+            runner.close()
+    print("\ntotals (wall s, cpu s) per dtype and length:")
+    for (dtype, L, reuse), (wall_s, cpu_s) in sorted(totals.items()):
+        base = totals.get((dtype, L, False))
+        ratio = f"  on/off {wall_s / base[0]:.2f} (cpu {cpu_s / base[1]:.2f})" if reuse and base else ""
+        print(
+            f"  {dtype:>8} {format_length(L):>4} reuse {'on' if reuse else 'off':>3}: {wall_s:8.1f} {cpu_s:8.1f}{ratio}"
+        )
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""How often the prefix engine's greedy predictions equal transformers generate's, per task and length.
+
+    python benchmarks/prefix_agreement.py --model /work/models/smollm2-135m-instruct --dtype bfloat16 \\
+        --tasks niah_single_1,niah_multikey_1 --lengths 1k,2k,4k --samples 25
+
+The engine (harness/runners/prefix.py: fixed 256-token prefill grid on CPU, prefix reuse on) against
+the plain path a user would write: transformers generate on one unpadded row per prompt with SDPA
+(the reference `model.generate` call), and, with --padded-batch N, generate on left-padded batches of N
+prompts (the runner before issue 28). Reuse on/off is bit-identical by construction (tested in
+tests/eval_run/test_prefix_reuse.py), so it is not compared here. In float32 every prediction should
+agree; in bfloat16 the grid and the attention merge round differently from one whole-prompt pass,
+so a prediction whose top two logits are within rounding can flip: the rate says how often.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def plain(model, tokenizer, eos, pad, ids_list, max_new, rows: int) -> list[list[int]]:
+    import torch
+
+    out = []
+    for s in range(0, len(ids_list), rows):
+        part = ids_list[s : s + rows]
+        width = max(map(len, part))
+        x = torch.full((len(part), width), pad, dtype=torch.long)
+        mask = torch.zeros_like(x)
+        for r, ids in enumerate(part):
+            x[r, width - len(ids) :] = torch.tensor(ids)
+            mask[r, width - len(ids) :] = 1
+        with torch.inference_mode():
+            gen = model.generate(
+                input_ids=x,
+                attention_mask=mask,
+                do_sample=False,
+                max_new_tokens=max_new,
+                eos_token_id=eos,
+                pad_token_id=pad,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+            )
+        for row in gen[:, width:].tolist():
+            out.append(row[: row.index(eos)] if eos in row else row)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--tasks", default="niah_single_1,niah_multikey_1")
+    ap.add_argument("--lengths", default="1k,2k,4k")
+    ap.add_argument("--samples", type=int, default=25)
+    ap.add_argument("--padded-batch", type=int, default=0, help="also compare left-padded batches of N")
+    ap.add_argument("--threads", type=int)
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    from harness.runners.base import GenerationRequest, RunnerSettings
+    from harness.runners.common import prompt_ids
+    from harness.runners.hf import HFRunner
+    from tasks.generate import generate_samples
+    from tasks.lengths import format_length, parse_lengths
+    from tasks.registry import get_task, split_csv
+
+    runner = HFRunner(args.model, RunnerSettings(backend="hf", dtype=args.dtype))
+    tok, model = runner.tokenizer, runner.model
+    grid = runner.engine.chunk if runner.engine else f"none ({runner.unsupported})"
+    print(f"model {args.model} · {args.dtype} · threads {torch.get_num_threads()} · grid {grid}")
+    print(f"{'task':<16} {'len':>4} {'n':>3} {'same as 1-row generate':>22} {'score eng/plain':>15}" + (
+        f" {'same as padded':>14}" if args.padded_batch else ""
+    ))  # fmt: skip
+    total = [0, 0, 0]
+    for L in parse_lengths(args.lengths):
+        for name in split_csv(args.tasks):
+            task = get_task(name)
+            samples = generate_samples(task, L, range(args.samples), tok)
+            reqs = [GenerationRequest(s.prompt, s.max_new_tokens) for s in samples]
+            t = time.perf_counter()
+            got = runner.generate(reqs)
+            t_eng = time.perf_counter() - t
+            ids = [prompt_ids(tok, r.prompt) for r in reqs]
+            max_new = samples[0].max_new_tokens
+            t = time.perf_counter()
+            ref = [
+                tok.decode(x, skip_special_tokens=True)
+                for x in plain(model, tok, runner.eos_id, runner.pad_id, ids, max_new, 1)
+            ]
+            t_ref = time.perf_counter() - t
+            same = sum(a == b for a, b in zip(got, ref))
+            s_eng = sum(float(task.score(p, s)) for p, s in zip(got, samples))
+            s_ref = sum(float(task.score(str(p), s)) for p, s in zip(ref, samples))
+            line = (
+                f"{name:<16} {format_length(L):>4} {len(reqs):>3} {same:>15}/{len(reqs):<6} {s_eng:>7.1f}/{s_ref:<7.1f}"
+            )
+            if args.padded_batch:
+                pad = [
+                    tok.decode(x, skip_special_tokens=True)
+                    for x in plain(model, tok, runner.eos_id, runner.pad_id, ids, max_new, args.padded_batch)
+                ]
+                line += f" {sum(a == b for a, b in zip(got, pad)):>10}/{len(reqs):<3}"
+            print(line + f"   (engine {t_eng:.0f} s, 1-row generate {t_ref:.0f} s)", flush=True)
+            total = [total[0] + same, total[1] + len(reqs), total[2]]
+    print(f"agreement: {total[0]}/{total[1]} = {100 * total[0] / max(1, total[1]):.1f}%")
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()

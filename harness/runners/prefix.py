@@ -1,0 +1,345 @@
+"""Greedy generation one prompt at a time on a fixed prefill grid, with shared prefixes computed once.
+
+    from harness.runners.prefix import PrefixEngine
+    engine = PrefixEngine(model, eos_id=2, chunk=256, reuse=True)   # None: architecture unsupported
+    for done in engine.run(prompt_ids, max_new_tokens):              # in prefix order, one per prompt
+        done.index, done.tokens, done.seconds, done.reused_tokens
+
+Why this shape. Long-context evaluation is prefill-bound and many prompts of a task share a long
+prefix (the instruction and the haystack up to the first needle). Each prompt runs alone, unpadded
+(batch of one row: no padding work and no [rows, 1, L, L] mask), and is prefilled in chunks on a
+grid fixed by position alone: tokens [0, C), [C, 2C), ... The computation of a chunk depends only
+on its tokens and the tokens before it, so a chunk that two prompts share is the same computation
+in both. The prompts are run in lexicographic order of their token ids (the depth-first order of
+their prefix tree), which puts prompts sharing a prefix next to each other: the KV cache of the
+previous prompt is cut back to the last grid chunk both prompts share, and the new prompt continues
+from there. Reusing a chunk skips recomputing exactly what would have been recomputed, so reuse
+on or off gives bit-identical logits in every dtype, and a prompt's output never depends on which
+other prompts ran with it (or how many). The only price is the grid: a prefix shorter than C, or
+the part of a shared prefix past its last full chunk, is recomputed.
+
+The KV cache is one growing buffer per layer, stored [batch, seq, heads, dim] so that the prefix
+[:, :n] a chunk attends to has the same strides whatever the buffer's capacity; cutting it back is
+setting a length. No mask is built: the attention function registered here (`harness_prefix`)
+attends a chunk to the cached prefix without a mask and to itself causally, and merges the two by
+their log-sum-exp on CPU (lower-right causal attention elsewhere).
+
+Architectures with sliding-window, linear-attention or other non-full cache layers, or attention
+modules outside transformers' AttentionInterface, are refused (`PrefixEngine.supported` says why)
+and the runner falls back to one plain `generate` per prompt.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from transformers import AttentionInterface
+from transformers.cache_utils import Cache, CacheLayerMixin, DynamicCache, DynamicLayer
+
+ATTENTION = "harness_prefix"
+# The prefill grid, in tokens. A fixed constant per device kind, never measured: the grid shapes
+# the arithmetic (bf16 logits depend on where chunks start), so it must not vary between runs.
+# 256 on CPU: measured on SmolLM2-135M bf16 at 4K, a chunk of 256 costs no more per token than
+# one whole-prompt pass (benchmarks/RESULTS.md), and reuse loses at most 255 tokens per prompt.
+# Larger on GPUs, where a forward pass has a fixed launch cost of milliseconds.
+CHUNK_TOKENS = {"cpu": 256, "cuda": 1024}
+DEFAULT_CHUNK = 1024
+
+
+def chunk_for(device: str | torch.device) -> int:
+    return CHUNK_TOKENS.get(torch.device(device).type, DEFAULT_CHUNK)
+
+
+# -- KV cache --------------------------------------------------------------------------------
+class GrowingLayer(CacheLayerMixin):
+    """One layer's keys and values in a preallocated buffer that grows by doubling; `truncate`
+    cuts it back to a prefix in O(1)."""
+
+    is_sliding = False
+    is_croppable = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.length = 0
+        self._k: torch.Tensor | None = None
+        self._v: torch.Tensor | None = None
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        self.dtype, self.device = key_states.dtype, key_states.device
+        self.is_initialized = True
+
+    def _reserve(self, need: int, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        cap = 0 if self._k is None else self._k.shape[1]
+        if need <= cap:
+            return
+        cap = max(need, 2 * cap, 512)
+        b, h, _, dk = key_states.shape
+        k = key_states.new_empty((b, cap, h, dk))
+        v = value_states.new_empty((b, cap, value_states.shape[1], value_states.shape[3]))
+        if self.length and self._k is not None and self._v is not None:
+            k[:, : self.length].copy_(self._k[:, : self.length])
+            v[:, : self.length].copy_(self._v[:, : self.length])
+        self._k, self._v = k, v
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        end = self.length + key_states.shape[-2]
+        self._reserve(end, key_states, value_states)
+        assert self._k is not None and self._v is not None
+        self._k[:, self.length : end].copy_(key_states.transpose(1, 2))
+        self._v[:, self.length : end].copy_(value_states.transpose(1, 2))
+        self.length = end
+        self.keys = self._k[:, :end].transpose(1, 2)
+        self.values = self._v[:, :end].transpose(1, 2)
+        return self.keys, self.values
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.length + query_length, 0
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def get_max_length(self) -> int:
+        return -1
+
+    def truncate(self, length: int) -> None:
+        self.length = min(self.length, length)
+
+    def crop(self, tokens_to_remove: int) -> None:
+        self.truncate(self.length - abs(tokens_to_remove) if tokens_to_remove < 0 else tokens_to_remove)
+
+    def reset(self) -> None:
+        self.length = 0
+
+
+class PrefixCache(Cache):
+    def __init__(self) -> None:
+        super().__init__(layer_class_to_replicate=GrowingLayer)
+
+    def truncate(self, length: int) -> None:
+        for layer in self.layers:
+            assert isinstance(layer, GrowingLayer)
+            layer.truncate(length)
+
+
+# -- attention -------------------------------------------------------------------------------
+# Where a chunk's attention is two kernel calls merged by log-sum-exp (CPU: its flash kernel returns
+# the log-sum-exp, and a materialised lower-right mask would cost a [q, kv] tensor and a key copy per
+# query head). Elsewhere PyTorch's lower-right causal bias dispatches to a fused kernel.
+LSE_MERGE_DEVICES = {"cpu"}
+
+
+def _lse_attention_cpu(query, key, value, scale):
+    """A chunk of q queries at the end of kv keys: the cached prefix without a mask (query heads of a
+    key/value group folded into the query length, so no key is copied), the chunk itself causally,
+    merged by log-sum-exp in float32."""
+    b, h, q, d = query.shape
+    hk = key.shape[1]
+    g, prefix = h // hk, key.shape[2] - q
+    flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    folded = query.reshape(b, hk, g * q, d)
+    out1, lse1 = flash(folded, key[:, :, :prefix], value[:, :, :prefix], 0.0, False, scale=scale)
+    out1, lse1 = out1.reshape(b, h, q, -1), lse1.reshape(b, h, q)
+    k2, v2 = key[:, :, prefix:], value[:, :, prefix:]
+    if g > 1:
+        k2, v2 = k2.repeat_interleave(g, dim=1), v2.repeat_interleave(g, dim=1)
+    out2, lse2 = flash(query, k2, v2, 0.0, True, scale=scale)
+    top = torch.maximum(lse1, lse2)
+    w1, w2 = (lse1 - top).exp()[..., None], (lse2 - top).exp()[..., None]
+    return ((out1.float() * w1 + out2.float() * w2) / (w1 + w2)).to(query.dtype)
+
+
+def prefix_attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, **kwargs):
+    """transformers attention function for one unpadded row: [1, H, q, D] queries at the end of
+    [1, Hkv, kv, D] keys (the cache followed by the chunk's own)."""
+    if attention_mask is not None or query.shape[0] != 1:
+        raise ValueError("harness_prefix attention takes one unpadded row and no mask")
+    b, h, q, d = query.shape
+    hk, kv = key.shape[1], key.shape[2]
+    if q == 1 and h % hk == 0:
+        # One decoding step attends to every key: the query heads of a key/value group go in as
+        # that group's query rows (measured 6x faster than enable_gqa on CPU at 4K, no key copied).
+        out = F.scaled_dot_product_attention(query.reshape(b, hk, h // hk, d), key, value, scale=scaling)
+        out = out.reshape(b, h, 1, -1)
+    elif q == kv:  # a whole prompt in one chunk
+        out = F.scaled_dot_product_attention(query, key, value, is_causal=q > 1, scale=scaling, enable_gqa=h != hk)
+    elif query.device.type in LSE_MERGE_DEVICES and h % hk == 0:
+        out = _lse_attention_cpu(query, key, value, scaling)
+    else:
+        from torch.nn.attention.bias import causal_lower_right
+
+        g = query.shape[1] // key.shape[1]
+        if g > 1:
+            key, value = key.repeat_interleave(g, dim=1), value.repeat_interleave(g, dim=1)
+        out = F.scaled_dot_product_attention(query, key, value, attn_mask=causal_lower_right(q, kv), scale=scaling)
+    return out.transpose(1, 2).contiguous(), None
+
+
+AttentionInterface.register(ATTENTION, prefix_attention)
+
+
+# -- the engine ------------------------------------------------------------------------------
+@dataclass
+class Generated:
+    index: int  # position in the prompts given to run()
+    tokens: list[int]  # greedy continuation, cut before EOS, at most max_new_tokens
+    seconds: float  # own chunks + decoding + an equal share of every chunk it shares with others
+    prompt_tokens: int
+    reused_tokens: int  # prompt tokens whose KV came from a previous prompt
+    prefill_seconds: float = 0.0  # the part of `seconds` spent on the prompt (the rest: decoding)
+
+
+def token_key(ids: Sequence[int]) -> bytes:
+    """ids as 4-byte big-endian words: bytes order is the ids' lexicographic order, and a common
+    prefix of k ids is a common prefix of 4k bytes (compared by memcmp, 4 bytes held per token)."""
+    words = array("I", ids)
+    if sys.byteorder == "little":
+        words.byteswap()
+    return words.tobytes()
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix of a and b (binary search over memcmp'd slices)."""
+    lo, hi = 0, min(len(a), len(b))
+    va, vb = memoryview(a), memoryview(b)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if va[:mid] == vb[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def reuse_plan(prompts: Sequence[Sequence[int]], chunk: int, reuse: bool) -> tuple[list[int], list[int]]:
+    """(order, reused chunks per position in order): lexicographic order, and how many grid chunks
+    each prompt takes from the one before it (full chunks inside their common prefix; never the
+    chunk holding a prompt's last token, whose logits are needed). In lexicographic order a prompt
+    shares at least as long a prefix with the one before it as with any earlier one."""
+    keys = [token_key(p) for p in prompts]
+    order = sorted(range(len(prompts)), key=keys.__getitem__)
+    reused = [0] * len(order)
+    if not reuse:
+        return order, reused
+    for k in range(1, len(order)):
+        a, b = order[k - 1], order[k]
+        shared = _common_prefix(keys[a], keys[b]) // 4
+        reused[k] = min(shared, len(prompts[b]) - 1) // chunk
+    return order, reused
+
+
+def chunk_users(prompts: Sequence[Sequence[int]], order: list[int], reused: list[int], chunk: int) -> list[list[int]]:
+    """For each position in order, how many prompts use each of its chunks (its own and reused)."""
+    users_of: list[list[int]] = []  # per position in order: a list of node ids, one per chunk
+    count: list[int] = []
+    chain: list[int] = []
+    for k, i in enumerate(order):
+        n_chunks = -(-len(prompts[i]) // chunk)
+        chain = chain[: reused[k]]
+        for _ in range(len(chain), n_chunks):
+            count.append(0)
+            chain.append(len(count) - 1)
+        for node in chain:
+            count[node] += 1
+        users_of.append(list(chain))
+    return [[count[node] for node in nodes] for nodes in users_of]
+
+
+class PrefixEngine:
+    def __init__(self, model, eos_id: int | None, chunk: int, reuse: bool = True):
+        self.model = model
+        self.eos_id = eos_id
+        self.chunk = chunk
+        self.reuse = reuse
+        import inspect
+
+        self._keeps_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self.device = next(model.parameters()).device
+
+    @staticmethod
+    def unsupported_reason(model) -> str | None:
+        """Why this model cannot run on the engine (None: it can)."""
+        config = model.config
+        try:
+            layers = DynamicCache(config=config).layers
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:  # an exotic config the cache cannot read
+            return f"its cache layout is unknown ({type(exc).__name__})"
+        odd = sorted({type(layer).__name__ for layer in layers if type(layer) is not DynamicLayer})
+        if odd:
+            return f"it has {', '.join(odd)} cache layers (sliding window or linear attention)"
+        if not getattr(model, "_can_set_attn_implementation", lambda: False)():
+            return "its attention does not go through transformers' AttentionInterface"
+        return None
+
+    def _forward(self, cache: PrefixCache, ids: Sequence[int]) -> torch.Tensor:
+        """Run ids after the cache; the logits of the last position ([vocab])."""
+        x = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
+        kwargs = {"logits_to_keep": 1} if self._keeps_logits else {}
+        out = self.model(input_ids=x, past_key_values=cache, use_cache=True, **kwargs)
+        return out.logits[0, -1]
+
+    def prefill(self, cache: PrefixCache, ids: Sequence[int], start: int) -> torch.Tensor:
+        """Chunks of ids from `start` (a grid point, cache already holding ids[:start]); last logits."""
+        logits = None
+        for s in range(start, len(ids), self.chunk):
+            logits = self._forward(cache, ids[s : s + self.chunk])
+        assert logits is not None
+        return logits
+
+    def run(self, prompts: Sequence[Sequence[int]], max_new: list[int]) -> Iterator[Generated]:
+        for i in range(len(prompts)):
+            if max_new[i] <= 0 or not prompts[i]:  # nothing to generate (or nothing to condition on)
+                yield Generated(i, [], 0.0, len(prompts[i]), 0)
+        todo = [i for i in range(len(prompts)) if max_new[i] > 0 and prompts[i]]
+        order, reused = reuse_plan([prompts[i] for i in todo], self.chunk, self.reuse)
+        order = [todo[k] for k in order]
+        users = chunk_users(prompts, order, reused, self.chunk)
+        cache = PrefixCache()
+        node_seconds: list[float] = []  # seconds of each chunk in the current chain
+        for k, i in enumerate(order):
+            ids = prompts[i]
+            keep = reused[k] * self.chunk
+            node_seconds = node_seconds[: reused[k]]
+            cache.truncate(keep)
+            tokens: list[int] = []
+            # The model attends with harness_prefix only while this prompt computes, never across
+            # the yield: whoever consumes the results may use the model meanwhile.
+            with self.model_attention(), torch.inference_mode():
+                t0 = time.perf_counter()
+                tok = int(self.prefill(cache, ids, keep).argmax())
+                t1 = time.perf_counter()
+                while tok != self.eos_id:
+                    tokens.append(tok)
+                    if len(tokens) >= max_new[i]:
+                        break
+                    tok = int(self._forward(cache, [tok]).argmax())
+                t2 = time.perf_counter()
+            # The prefill's seconds split over its new chunks by tokens (attention makes later
+            # chunks dearer, so this is an approximation), then shared among each chunk's users.
+            own = len(ids) - keep
+            for s in range(keep, len(ids), self.chunk):
+                node_seconds.append((t1 - t0) * min(self.chunk, len(ids) - s) / max(1, own))
+            shared = sum(sec / n for sec, n in zip(node_seconds, users[k]))
+            yield Generated(i, tokens, shared + (t2 - t1), len(ids), keep, shared)
+
+    def model_attention(self):
+        """Context: the model attends with `harness_prefix` inside, and as before after."""
+        from contextlib import contextmanager
+
+        @contextmanager
+        def switched():
+            before = self.model.config._attn_implementation
+            self.model.set_attn_implementation(ATTENTION)
+            try:
+                yield
+            finally:
+                self.model.set_attn_implementation(before)
+
+        return switched()
