@@ -83,7 +83,9 @@ class DemoConfig:
     seed: int = 42
     eval_backend: str = "hf"
     eval_dtype: str = "auto"
-    eval_batch_size: int = 32  # measured: 128 new tokens at 1K cost 0.7 s/sample at batch 64, 1.3 s at 16
+    # eval --batch-size: samples stored per write (hf generation runs one prompt at a time since integ's
+    # shared-prefix runner; before it, batch 32 generated 128 tokens at 1K at 0.7-1.3 s/sample here)
+    eval_batch_size: int = 32
     base: bool = True
     train_args: list[str] = field(default_factory=list)
     eval_args: list[str] = field(default_factory=list)
@@ -714,7 +716,10 @@ def rope_caveat(cfg: DemoConfig, runs: list[dict]) -> str | None:
         "the demo base was pretrained with document masking, so in training no token ever attended to its BOS: "
         "it has no attention sink there (docs/demo.md)"
         if Path(cfg.model) == DEFAULT_MODEL
-        else "a model that puts little attention on its first token has little there for bf16 to disturb"
+        else (
+            "why is not known for this model (SmolLM2-135M-Instruct, for one, has an attention sink on its "
+            "first token, yet 8-9% was measured there; docs/demo.md)"
+        )
     )
     return line + f"; the first token carries only {span} of it here, where the paper finds it dominant: {why}"
 

@@ -141,7 +141,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=d.eval_batch_size,
         metavar="N",
-        help=f"transformers batch size (default {d.eval_batch_size})",
+        help=f"harness eval --batch-size: samples per write; loglikelihood rows per batch (default {d.eval_batch_size})",
     )
     g.add_argument(
         "--eval-arg",

@@ -170,7 +170,7 @@ def test_rope_caveat_reports_both_findings_plainly():
     assert "the first token carries only 0-1% of it here, where the paper finds it dominant" in low
     assert "pretrained with document masking" in low and str(DEFAULT_MODEL) == DemoConfig().model
     other = rope_caveat(DemoConfig(model="/models/smollm2"), _rope_runs([0.02], 7000, "m"))
-    assert "document masking" not in other and "little attention on its first token" in other
+    assert "document masking" not in other and "why is not known for this model" in other
     high = rope_caveat(DemoConfig(model="/models/smollm2"), _rope_runs([0.6, 0.4], 50, "m"))
     assert high.endswith("the first token carries 40-60% of it, as the paper finds")
     weak = rope_caveat(DemoConfig(), _rope_runs([0.5], 3, "m"))
