@@ -11,8 +11,9 @@ Sections:
 - train: benchmarks/train_step.py (CPU section on CPU; on CUDA the ~1.1B Llama at 16K/32K/64K, varlen,
   anchor/full step time, target <= 0.5 at 64K, and the peak memory of each mode).
 - runner: the transformers runner (harness/runners/hf.py) in bf16 at 4K-128K tokens (CUDA; 128/256 on
-  CPU with --small): samples/s, peak memory, the batch the runner chose per length (its token budget)
-  and whether greedy outputs are identical across two runs. By default on a random Llama (~110M, byte
+  CPU with --small): samples/s, peak memory, the rows per forward (1: the prefix engine runs one
+  unpadded prompt at a time), the share of prompt tokens reused from shared prefixes, and whether
+  greedy outputs are identical across two runs. By default on a random Llama (~110M, byte
   tokenizer, built here); --model/--samples run a checkpoint on pre-generated RULER samples instead.
 - diagnose: benchmarks/diagnose_rope.py; on CUDA the 7B shape at L=4096 in bf16 (one sample), time of
   one diagnostic pass against a plain forward (target <= 5x); on CPU the small shape, bf16 and fp32.
@@ -231,11 +232,15 @@ def _runner_rows(rows: Rows, runner, groups: dict[int, list], cuda: bool) -> Non
             times.append(time.perf_counter() - t)
         peak = _gib(torch.cuda.max_memory_allocated()) if cuda else "n/a on CPU"
         batches = sorted({n for n, _ in runner.batch_log}, reverse=True)
+        stats = list(getattr(runner, "sample_stats", {}).values())
+        prompt = sum(s.get("prompt_tokens", 0) for s in stats)
+        reused = sum(s.get("reused_tokens", 0) for s in stats) / prompt if prompt else 0.0
         same = outs[0] == outs[1]
         rows.add(
             "runner",
             f"hf bf16 L={length}, {len(reqs)} samples",
-            f"{len(reqs) / min(times):.2f} samples/s, peak {peak}, batch {'/'.join(map(str, batches))}",
+            f"{len(reqs) / min(times):.2f} samples/s, peak {peak}, rows {'/'.join(map(str, batches))}, "
+            f"{reused:.0%} of prompt tokens reused",
             "ok" if same else "FAIL",
         )
         rows.add("runner", f"greedy outputs identical across 2 runs, L={length}", str(same), "ok" if same else "FAIL")

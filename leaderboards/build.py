@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import cast
 
 from harness.errors import UserError
+from leaderboards.diagnostic import rope_section
 from leaderboards.intervals import cell_interval, delta_interval, heatmaps
 from tasks.lengths import format_length as _format_length
 
@@ -36,8 +37,9 @@ def format_length(value: int) -> str:
     return "any length" if int(value) == 0 else _format_length(int(value))
 
 
-def suite_label(name: str) -> str:
-    """ "ruler" -> RULER, "ruler-llama2" -> RULER llama2, "longbench-icl" -> LongBench ICL."""
+def suite_label(name: str, tasks: list[str] | None = None) -> str:
+    """ "ruler" -> RULER, "ruler-llama2" -> RULER llama2, "longbench-icl" -> LongBench ICL; a suite
+    no family declares (`harness eval --tasks a,b` writes "custom") is named by its `tasks`."""
     info = _declared(name)
     if info is not None and info.label:
         return info.label
@@ -45,7 +47,36 @@ def suite_label(name: str) -> str:
     head_info = _declared(head) if rest else None
     if head_info is not None and head_info.label:  # a variant of a labelled suite
         return f"{head_info.label} {rest.upper() if len(rest) <= 3 else rest}"
+    if info is None and tasks:
+        return tasks_label(tasks)
     return name
+
+
+TASKS_SHOWN = 4  # a longer task list is cut ("+N more"); the column titles and the drill-down list them all
+
+
+def tasks_label(tasks: list[str]) -> str:
+    """ "RULER: niah_single_1, vt": the tasks, after the label of the smallest top-level declared
+    suite that holds them all (composite suites such as "paper" do not count; no label when the
+    tasks come from several suites)."""
+    from tasks.registry import all_suites
+
+    tasks = list(dict.fromkeys(tasks))
+    top = {
+        suite: set(members)
+        for suite, members in all_suites().items()
+        if "-" not in suite and getattr(_declared(suite), "label", None)
+    }
+    # A suite that contains another whole top-level suite is a bundle of families, not a home.
+    homes = sorted(
+        (len(members), suite)
+        for suite, members in top.items()
+        if set(tasks) <= members and not any(other < members for other in top.values())
+    )
+    shown = ", ".join(TASK_LABELS.get(t, t) for t in tasks[:TASKS_SHOWN])
+    if len(tasks) > TASKS_SHOWN:
+        shown += f", +{len(tasks) - TASKS_SHOWN} more"
+    return f"{suite_label(homes[0][1])}: {shown}" if homes else shown
 
 
 def lower_is_better(name: str) -> bool:
@@ -256,7 +287,7 @@ def _covered(suite: dict) -> tuple[int, int]:
 
 def _suite_columns(name: str, suites: list[dict]) -> list[dict]:
     """Columns of one suite group, from the union over runs of what they evaluated."""
-    label = suite_label(name)
+    label = suite_label(name, [t for s in suites for t in s["tasks"]])
     cols: list[dict] = []
     many_tasks = any(len(s["tasks"]) > 3 for s in suites) or any(_covered(s)[0] != _covered(s)[1] for s in suites)
     if many_tasks:
@@ -342,7 +373,7 @@ def _suite_columns(name: str, suites: list[dict]) -> list[dict]:
 
 def _cell(run: dict, suite_name: str, col: dict, threshold: float | None) -> dict:
     suite = run["suites"].get(suite_name)
-    label = suite_label(suite_name)
+    label = suite_label(suite_name, suite["tasks"] if suite else None)
     if suite is None:
         return _missing(f"no {label} results for this run")
     key = col["key"]
@@ -516,7 +547,7 @@ def _flag_sets(runs: list[dict], suite_names: list[str], against: dict[str, tupl
             )
         if ref is None or len(set(sets.values()) | {ref}) == 1:
             continue
-        label = suite_label(sname)
+        label = suite_label(sname, [t for r in have for t in r["suites"][sname]["tasks"]])
         for name, (tasks, lengths) in sets.items():
             why = []
             if tasks != ref[0]:
@@ -544,6 +575,71 @@ def _text(value) -> str:
     return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
+def path_label(path: str, root: Path | None) -> str:
+    """`path` relative to `root` when it lies under it (a relative path counts from the current
+    directory, as `harness eval` recorded it), else as recorded."""
+    if root is None or not path or path.startswith("hub:"):
+        return path
+    try:
+        return Path(path).expanduser().resolve().relative_to(root.resolve()).as_posix() or "."
+    except (ValueError, OSError):
+        return path
+
+
+def _same_path(a: str, b: str) -> bool:
+    try:
+        return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+    except (OSError, ValueError):
+        return a == b
+
+
+def _continued_from(run: dict) -> set[str]:
+    """The models this run's checkpoints were trained from (harness_training.json job.model.path)."""
+    out = set()
+    for c in run["run"].get("checkpoints", []):
+        node = c.get("training")
+        for key in ("job", "model", "path"):  # results files are untrusted: any level may be missing
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, str) and node:
+            out.add(node)
+    return out
+
+
+def is_base_of(run: dict, runs: list[dict]) -> bool:
+    """Whether `run` is one model that other rows were continued from (the demo's base row)."""
+    ckpts = run["run"].get("checkpoints", [])
+    if len(ckpts) != 1 or not isinstance(ckpts[0].get("path"), str):
+        return False
+    parents = {p for other in runs if other is not run for p in _continued_from(other)}
+    return any(_same_path(ckpts[0]["path"], p) for p in parents)
+
+
+def row_identity(run: dict, runs: list[dict], root: Path | None = None) -> dict:
+    """What a reader needs of a row: the model (a lone model by its own name, a training run by its
+    folder relative to `root`) and the training mode, `—` for a base that other rows continue from."""
+    info = run["run"]
+    ckpts = info.get("checkpoints", [])
+    base = is_base_of(run, runs)
+    recorded = info.get("model")
+    if len(ckpts) == 1 and isinstance(ckpts[0].get("path"), str) and (base or ckpts[0].get("step") is None):
+        path = ckpts[0]["path"]
+        hub = str(ckpts[0].get("fingerprint", "")).startswith("hub:")
+        model, model_title = (path if hub else Path(path).name or path), path
+    elif isinstance(recorded, list):
+        model, model_title = ", ".join(path_label(str(m), root) for m in recorded), ", ".join(map(str, recorded))
+    else:
+        model, model_title = path_label(_text(recorded), root), _text(recorded)
+    own_mode = _text(info.get("mode"))
+    if base:
+        mode = "—"
+        mode_title = "not trained in this comparison: the model the other rows continue from" + (
+            f" (its own training record: {own_mode})" if own_mode != "—" else ""
+        )
+    else:
+        mode, mode_title = own_mode, own_mode
+    return {"model": model, "model_title": model_title, "mode": mode, "mode_title": mode_title, "is_base": base}
+
+
 def _checkpoint_text(run: dict) -> tuple[str, list[int]]:
     steps = sorted(c["step"] for c in run["run"].get("checkpoints", []) if isinstance(c.get("step"), int))
     if not steps:
@@ -552,9 +648,19 @@ def _checkpoint_text(run: dict) -> tuple[str, list[int]]:
 
 
 def build(
-    runs: list[dict], baseline: str | None = None, threshold: float | None = None, title: str | None = None
+    runs: list[dict],
+    baseline: str | None = None,
+    threshold: float | None = None,
+    title: str | None = None,
+    root: str | Path | None = None,
+    rope: dict | None = None,
 ) -> dict:
-    """The leaderboard model: what every output shows."""
+    """The leaderboard model: what every output shows.
+
+    root: the folder the page's paths are shown relative to (the CLI passes the parent of --out,
+    so `harness demo`'s page shows runs/full, not an absolute temporary path). rope: a RoPE
+    diagnostic (leaderboards.diagnostic.load_rope_diagnostic) shown in its own section."""
+    root = Path(root) if root is not None else None
     names = [r["run"]["name"] for r in runs]
     if baseline is not None and baseline not in names:
         raise UserError(f"--baseline {baseline!r} is not one of the runs: choose from {', '.join(names)}")
@@ -569,7 +675,9 @@ def build(
         if groups and groups[-1]["suite"] == c["suite"] and groups[-1]["label"] == c["group"]:
             groups[-1]["span"] += 1
         else:
-            groups.append({"suite": c["suite"], "label": c["group"], "span": 1})
+            # A suite no family declares is labelled by its task names: shown as written, not upper-cased.
+            by_tasks = _declared(c["suite"]) is None and c["group"] != c["suite"]
+            groups.append({"suite": c["suite"], "label": c["group"], "span": 1, "by_tasks": by_tasks})
 
     flags, flag_suites = _flag_sets(runs, suite_names, None)
     base_run = next((r for r in runs if r["run"]["name"] == baseline), None)
@@ -585,11 +693,14 @@ def build(
     for i, run in enumerate(runs):
         info = run["run"]
         ckpt_text, steps = _checkpoint_text(run)
+        ident = row_identity(run, runs, root)
         row = {
             "id": f"r{i}",
             "run": info["name"],
-            "model": _text(info.get("model")),
-            "mode": _text(info.get("mode")),
+            "model": ident["model"],
+            "model_title": ident["model_title"],
+            "mode": ident["mode"],
+            "mode_title": ident["mode_title"],
             "checkpoints": ckpt_text,
             "steps": steps,
             "flags": flags[info["name"]],
@@ -648,7 +759,8 @@ def build(
         "rows": rows,
         "any_flags": any(r["flags"] for r in rows),
         "drilldown": [_drilldown(run) for run in runs],
-        "provenance": _provenance(runs),
+        "provenance": _provenance(runs, root),
+        "rope": rope_section(rope, root, names) if rope else None,
         "series": _series(runs),
         "heatmaps": heatmaps(runs, baseline),
         "any_intervals": any(c.get("ci") for r in rows for c in r["cells"].values()),
@@ -742,7 +854,7 @@ def _drilldown(run: dict) -> dict:
         suites.append(
             {
                 "suite": sname,
-                "label": suite_label(sname),
+                "label": suite_label(sname, suite["tasks"]),
                 "lengths": [format_length(L) for L in lengths],
                 "grid": grid,
                 "categories": cats,
@@ -752,7 +864,7 @@ def _drilldown(run: dict) -> dict:
     return {"run": run["run"]["name"], "suites": suites}
 
 
-def _provenance(runs: list[dict]) -> dict:
+def _provenance(runs: list[dict], root: Path | None = None) -> dict:
     fields = []
     extra = sorted({k for r in runs for k in (r.get("provenance") or {})} - set(PROVENANCE_FIELDS) - {"dataset_hashes"})
     for f in PROVENANCE_FIELDS + extra:
@@ -775,7 +887,7 @@ def _provenance(runs: list[dict]) -> dict:
                 "checkpoints": [
                     {
                         "step": c.get("step"),
-                        "path": str(c.get("path", "—")),
+                        "path": path_label(str(c.get("path", "—")), root),
                         "fingerprint": str(c.get("fingerprint", "—")),
                     }
                     for c in r["run"].get("checkpoints", [])

@@ -281,7 +281,12 @@ def _ink(rgb: tuple[int, int, int]) -> str:
     return "#ffffff" if (1.05 / (lum + 0.05)) > ((lum + 0.05) / 0.05) else "#1d2430"
 
 
-def depth_heatmap(hm: dict, cell_w: int = 58, cell_h: int = 22) -> Markup:
+# Heatmap geometry: cells and text big enough to read at their natural size (the page shows them
+# unscaled up to the column width; 13 px cell text, 28 px rows).
+HEAT_CELL_W, HEAT_CELL_H = 72, 28
+
+
+def depth_heatmap(hm: dict, cell_w: int = HEAT_CELL_W, cell_h: int = HEAT_CELL_H) -> Markup:
     """Needle hit rate (or its difference from the baseline) by depth bin (rows) and length (columns).
 
     Each cell prints its value and has a <title> with the value, bin, length and needle count, so
@@ -292,9 +297,9 @@ def depth_heatmap(hm: dict, cell_w: int = 58, cell_h: int = 22) -> Markup:
     what = "needle hit rate, difference (points)" if delta else "needle hit rate (%)"
     title = f"{who}: {what} by depth and length"
     tasks = ", ".join(hm.get("tasks") or [])
-    left, top, right, bottom = 70, 58, 12, 34
-    # wide enough for the three heading lines (about 6.5 px a character at this size)
-    width = max(left + cell_w * len(lengths) + right, round(6.5 * max(len(who), len(what), len(tasks))) + 10)
+    left, top, right, bottom = 84, 66, 12, 38
+    # wide enough for the three heading lines (about 7.5 px a character at this size)
+    width = max(left + cell_w * len(lengths) + right, round(7.5 * max(len(who), len(what), len(tasks))) + 10)
     height = top + cell_h * len(bins) + bottom
     values = [c["mean"] for L in lengths for c in hm["cells"][str(L)] if c is not None]
     scale = max([abs(v) for v in values] + [1e-9]) if delta else 100.0
@@ -305,17 +310,17 @@ def depth_heatmap(hm: dict, cell_w: int = 58, cell_h: int = 22) -> Markup:
             f'data-chart="heatmap" data-kind="{escape(hm["kind"])}" data-run="{escape(hm["run"])}">'
         )
     ]
-    out.append(f'<text class="chart-title" x="4" y="16">{escape(who)}</text>')
-    out.append(f'<text class="axis-title" x="4" y="31">{escape(what)}</text>')
-    out.append(f'<text class="axis-title" x="4" y="45">{escape(tasks)}</text>')
+    out.append(f'<text class="chart-title" x="4" y="18">{escape(who)}</text>')
+    out.append(f'<text class="axis-title" x="4" y="35">{escape(what)}</text>')
+    out.append(f'<text class="axis-title" x="4" y="51">{escape(tasks)}</text>')
     for j, L in enumerate(lengths):
         x = left + j * cell_w + cell_w / 2
         out.append(
-            f'<text class="tick" x="{x:.1f}" y="{top + cell_h * len(bins) + 15}" text-anchor="middle">'
+            f'<text class="tick" x="{x:.1f}" y="{top + cell_h * len(bins) + 17}" text-anchor="middle">'
             f"{escape(format_length(L))}</text>"
         )
     for i, (lo, hi) in enumerate(bins):
-        y = top + i * cell_h + cell_h / 2 + 4
+        y = top + i * cell_h + cell_h / 2 + 5
         out.append(f'<text class="tick" x="{left - 6}" y="{y:.1f}" text-anchor="end">{lo}–{hi}%</text>')
     for j, L in enumerate(lengths):
         for i, cell in enumerate(hm["cells"][str(L)]):
@@ -337,7 +342,7 @@ def depth_heatmap(hm: dict, cell_w: int = 58, cell_h: int = 22) -> Markup:
                 f'<g class="cell" data-length="{L}" data-bin="{lo}" data-value="{v:.4f}">'
                 f'<rect x="{x}" y="{y}" width="{cell_w - 1}" height="{cell_h - 1}" fill="rgb{rgb}" stroke="#d8dde5">'
                 f"<title>{escape(tip)}</title></rect>"
-                f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 4:.1f}" text-anchor="middle" fill="{_ink(rgb)}">'
+                f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 5:.1f}" text-anchor="middle" fill="{_ink(rgb)}">'
                 f"{escape(text)}<title>{escape(tip)}</title></text></g>"
             )
     out.append(

@@ -1,6 +1,8 @@
 """The demo base model's pretraining corpus: documents that state facts in filler text and recall them later.
 
     python -m training.demo_corpus OUT.jsonl --num-docs 20000 --seed 1 --max-lines 40 --short-share 0.6
+    python -m training.demo_corpus OUT.jsonl --num-docs 1000 --seed 3 --max-lines 81 --min-lines 20 \\
+        --long-share 0.35 --long-lines 82,164          # `harness demo`'s corpus at a 2K window
 
 Deterministic by seed: the same arguments write the same file on any machine (the printed sha256
 is what a trained model records as its corpus). One ``{"text": ..., "kind": ...}`` per line.
@@ -32,9 +34,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import random
+import statistics
 import string
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -44,6 +49,7 @@ OTHER_FILLER = [
     "The tea is warm. The room is quiet. The clock is slow. Here we sit.",
     "The wind is cold. The snow is white. The night is dark. Home we go.",
 ]
+LINE_TOKENS = 25  # tokens of one NOISE line with the demo tokenizer (assets/demo-base)
 NEEDLE = "One of the special magic {kind} for {key} is: {value}."
 KINDS = {"numbers": 0.6, "words": 0.15, "uuids": 0.25}
 
@@ -139,12 +145,12 @@ def _header(kind: str, many: bool) -> str:
     )
 
 
-def facts_doc(rng: random.Random, max_lines: int) -> str:
+def facts_doc(rng: random.Random, max_lines: int, fill: bool = False) -> str:
     kind = _pick(rng, KINDS)
     n_keys = rng.choice([1, 1, 2, 3, 4, 6])
     keys = [uuid_value(rng) if kind == "uuids" and rng.random() < 0.5 else word_key(rng) for _ in range(n_keys)]
     values = {k: value_of(kind, rng) for k in keys}
-    lines = _filler(rng, rng.randint(1, max_lines))
+    lines = _filler(rng, max_lines if fill else rng.randint(1, max_lines))
     for key in keys:
         lines.insert(rng.randint(0, len(lines)), NEEDLE.format(kind=kind, key=key, value=values[key]))
     return (
@@ -156,16 +162,17 @@ def facts_doc(rng: random.Random, max_lines: int) -> str:
     )
 
 
-def dense_doc(rng: random.Random, max_lines: int) -> str:
+def dense_doc(rng: random.Random, max_lines: int, fill: bool = False) -> str:
     kind = "uuids" if rng.random() < 0.35 else "numbers"
-    n_keys = rng.randint(2, max(2, max_lines // 2))
+    # Filled: about as many tokens as `max_lines` filler lines (a number statement ~27 tokens, a uuid one ~54).
+    n_keys = max(2, max_lines // (2 if kind == "uuids" else 1)) if fill else rng.randint(2, max(2, max_lines // 2))
     keys = [uuid_value(rng) if kind == "uuids" else word_key(rng) for _ in range(n_keys)]
     values = {k: value_of(kind, rng) for k in keys}
     lines = [NEEDLE.format(kind=kind, key=k, value=values[k]) for k in keys]
     return _header(kind, False) + "\n" + "\n".join(lines) + "\n" + _questions(kind, keys, values, rng)
 
 
-def copy_doc(rng: random.Random, max_lines: int) -> str:
+def copy_doc(rng: random.Random, max_lines: int, fill: bool = False) -> str:
     """A list of keys and values, then the same list again: every token of the repeat is a recall
     (the cheapest way to grow the induction heads that the fact documents need)."""
     items = []
@@ -177,7 +184,7 @@ def copy_doc(rng: random.Random, max_lines: int) -> str:
     return f"Here is a list to memorize.\n{listing}\nRepeat the list.\n{listing}"
 
 
-def repeat_doc(rng: random.Random, max_lines: int) -> str:
+def repeat_doc(rng: random.Random, max_lines: int, fill: bool = False) -> str:
     # Long strings over 62 symbols, written 2-4 times: guessing "some symbol seen before" is worth
     # little here, so the gradient favours true copying, and a 2-layer model grows its induction
     # heads after a few hundred steps (strings of 4-24 symbols from one small alphabet gave no
@@ -190,7 +197,7 @@ def _var_name(rng: random.Random) -> str:
     return "".join(rng.choices(string.ascii_uppercase, k=rng.choice([4, 6])))
 
 
-def chain_doc(rng: random.Random, max_lines: int) -> str:
+def chain_doc(rng: random.Random, max_lines: int, fill: bool = False) -> str:
     hops = rng.randint(1, 5)
     names: list[str] = []
     while len(names) < hops:
@@ -199,7 +206,7 @@ def chain_doc(rng: random.Random, max_lines: int) -> str:
             names.append(name)
     value = str(rng.randint(10000, 99998))
     chain = [f"VAR {names[0]} = {value}"] + [f"VAR {names[j + 1]} = VAR {names[j]} " for j in range(hops - 1)]
-    lines = _filler(rng, rng.randint(len(chain), max(len(chain), max_lines)))
+    lines = _filler(rng, max(len(chain), max_lines) if fill else rng.randint(len(chain), max(len(chain), max_lines)))
     positions = sorted(rng.sample(range(len(lines) + len(chain)), len(chain)))
     for pos, line in zip(positions, chain):
         lines.insert(pos, line)
@@ -223,6 +230,8 @@ def documents(
     short_lines: int = 6,
     copy_share: float = 0.0,
     repeat_share: float = 0.0,
+    long_share: float = 0.0,
+    long_lines: tuple[int, int] | None = None,
 ) -> Iterator[dict]:
     """`num_docs` documents; filler lines per document up to `max_lines` (about 25 tokens each).
 
@@ -231,7 +240,15 @@ def documents(
     `short_lines` lines instead: short documents carry many recall events per token, the easy end
     of the curriculum. A `copy_share` of the documents are `copy_doc` lists repeated verbatim, a
     `repeat_share` are `repeat_doc` strings.
+
+    Long-document upsampling (the paper's UpSampledMix, in miniature): a `long_share` of the
+    documents are filled to a budget drawn from `long_lines` = (lo, hi) lines, all of it used
+    (facts, dense and chain documents; a line is about 25 tokens), so they span a training window
+    of about 25 * lo tokens. Without `long_share` no random draw changes: the same seed writes the
+    same corpus as before the option existed (the shipped base model's corpora keep their sha256).
     """
+    if long_share and not long_lines:
+        raise ValueError("long_share needs long_lines=(lo, hi)")
     rng = random.Random(f"demo-corpus:{seed}")
     makers = {"facts": facts_doc, "dense": dense_doc, "chain": chain_doc, "copy": copy_doc, "repeat": repeat_doc}
     types = dict(TYPES)
@@ -240,11 +257,59 @@ def documents(
         types = {k: v * rest for k, v in TYPES.items()} | {"copy": copy_share, "repeat": repeat_share}
     for _ in range(num_docs):
         kind = _pick(rng, types)
+        if long_share and rng.random() < long_share:
+            assert long_lines is not None
+            yield {"text": makers[kind](rng, rng.randint(*long_lines), True), "kind": kind}
+            continue
         if short_share and rng.random() < short_share:
             budget = short_lines
         else:
             budget = rng.randint(min_lines, max_lines) if min_lines else max_lines
         yield {"text": makers[kind](rng, budget), "kind": kind}
+
+
+@dataclass(frozen=True)
+class LengthStats:
+    """Document lengths (tokens, EOS included) of a corpus against a training window."""
+
+    docs: int
+    tokens: int
+    median: float
+    p90: int
+    window: int
+    spanning_docs: int
+    """Documents with at least window - 1 tokens: they fill a whole window next to its anchor."""
+    spanning_share: float
+    """Share of all tokens that sit in those documents."""
+
+
+def length_stats(lengths: list[int], window: int) -> LengthStats:
+    """Median, 90th percentile (nearest rank) and the share of tokens in documents that span `window`.
+
+    A document spans the window when it has at least `window - 1` tokens: every training window is
+    the anchor plus `window - 1` tokens (training/packing.py), so such a document can fill one.
+    """
+    if not lengths:
+        raise ValueError("no documents")
+    ordered = sorted(lengths)
+    n, total = len(ordered), sum(ordered)
+    spanning = [x for x in ordered if x >= window - 1]
+    return LengthStats(
+        docs=n,
+        tokens=total,
+        median=statistics.median(ordered),
+        p90=ordered[(9 * n + 9) // 10 - 1],  # nearest rank: ceil(0.9 n), in integers
+        window=window,
+        spanning_docs=len(spanning),
+        spanning_share=sum(spanning) / total if total else 0.0,
+    )
+
+
+def long_lines_for(window: int, line_tokens: int = LINE_TOKENS) -> tuple[int, int]:
+    """Line budget of a long document at `window`: from one window's worth of filler lines
+    (`line_tokens` each, plus the header and questions) to two."""
+    lo = math.ceil(window / line_tokens)
+    return lo, 2 * lo
 
 
 def write(
@@ -257,13 +322,18 @@ def write(
     short_lines: int = 6,
     copy_share: float = 0.0,
     repeat_share: float = 0.0,
+    long_share: float = 0.0,
+    long_lines: tuple[int, int] | None = None,
 ) -> str:
     """Write the corpus as JSONL; returns the sha256 of the file (first 16 hex digits)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256()
+    docs = documents(
+        num_docs, seed, max_lines, min_lines, short_share, short_lines, copy_share, repeat_share, long_share, long_lines
+    )
     with path.open("w", encoding="utf-8") as f:
-        for doc in documents(num_docs, seed, max_lines, min_lines, short_share, short_lines, copy_share, repeat_share):
+        for doc in docs:
             line = json.dumps(doc, ensure_ascii=False) + "\n"
             h.update(line.encode())
             f.write(line)
@@ -285,7 +355,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--repeat-share", type=float, default=0.0, help="share of repeat documents (one random string several times)"
     )
+    p.add_argument(
+        "--long-share", type=float, default=0.0, help="share of long documents, filled to --long-lines (upsampling)"
+    )
+    p.add_argument("--long-lines", default=None, metavar="LO,HI", help="line budget of the long documents, e.g. 82,164")
     a = p.parse_args(argv)
+    long_lines = None
+    if a.long_lines is not None:
+        try:
+            lo, hi = (int(x) for x in a.long_lines.split(","))
+        except ValueError:
+            p.error(f"--long-lines {a.long_lines!r}: write two integers LO,HI, e.g. 82,164")
+        if not 1 <= lo <= hi:
+            p.error(f"--long-lines {a.long_lines}: need 1 <= LO <= HI")
+        long_lines = (lo, hi)
+    if not 0 <= a.long_share <= 1 or (a.long_share and long_lines is None):
+        p.error("--long-share must lie in [0, 1] and needs --long-lines LO,HI")
     if a.num_docs < 1 or a.max_lines < 1 or (a.min_lines is not None and not 1 <= a.min_lines <= a.max_lines):
         p.error("--num-docs and --max-lines must be >= 1 and 1 <= --min-lines <= --max-lines")
     if (
@@ -300,7 +385,17 @@ def main(argv: list[str] | None = None) -> int:
             "and --short-lines be >= 1"
         )
     digest = write(
-        a.out, a.num_docs, a.seed, a.max_lines, a.min_lines, a.short_share, a.short_lines, a.copy_share, a.repeat_share
+        a.out,
+        a.num_docs,
+        a.seed,
+        a.max_lines,
+        a.min_lines,
+        a.short_share,
+        a.short_lines,
+        a.copy_share,
+        a.repeat_share,
+        a.long_share,
+        long_lines,
     )
     print(f"wrote {a.num_docs} documents to {a.out} (sha256 {digest})")
     return 0

@@ -4,9 +4,10 @@
 
 RESULTS are results.json files (docs/contracts.md) or run directories holding one; each run is a
 row. Writes DIR/index.html, leaderboard.csv, leaderboard.json and leaderboard.md and prints their
-paths. With --baseline, leaderboard-delta.{csv,md} hold the delta view too. The files change all
-or none (harness.atomic.publish_files): each DIR/<file> is a relative symlink into the current
-generation under DIR/.generations/, and one rename switches every file at once.
+paths. With --baseline, leaderboard-delta.{csv,md} hold the delta view too. Paths on the page are
+shown relative to the folder that holds DIR; --rope-diagnostic adds the RoPE-under-bf16 section.
+The files change all or none (harness.atomic.publish_files): each DIR/<file> is a relative symlink
+into the current generation under DIR/.generations/, and one rename switches every file at once.
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="effective-length threshold (scores ×100; RULER uses 85.6); also shows it for partial task sets",
     )
     parser.add_argument("--title", metavar="T", help="page title")
+    parser.add_argument(
+        "--rope-diagnostic",
+        metavar="FILE",
+        help="a rope_diagnostic.json (harness diagnose rope, harness demo) to show as the page's RoPE section",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,10 +56,21 @@ def run(args: argparse.Namespace) -> int:
     from leaderboards.render import render_html
 
     require_at_least((("--threshold", args.threshold, 0),))  # above 100: build() says so
+    from leaderboards.diagnostic import load_rope_diagnostic
+
     out = check_out(args.out)
     for name in FILES:
         check_output_file(out / name)
-    board = build(load_runs(args.results), baseline=args.baseline, threshold=args.threshold, title=args.title)
+    rope = load_rope_diagnostic(args.rope_diagnostic) if args.rope_diagnostic else None
+    # Paths on the page count from the folder that holds the page's folder (harness demo: its --out).
+    board = build(
+        load_runs(args.results),
+        baseline=args.baseline,
+        threshold=args.threshold,
+        title=args.title,
+        root=out.resolve().parent,
+        rope=rope,
+    )
     files = {
         "index.html": render_html(board),
         "leaderboard.csv": to_csv(board),

@@ -63,7 +63,7 @@ def test_cpu_path_smallest(tmp_path, tiny_llama_dir, capsys):
             assert len(row) == 1 and row[0][3] == "ok" and float(row[0][2]) < 0.1, (mode, kernel, row)
     assert any(r[0] == "train" and r[1].startswith("L=1024") and r[3] == "measured" for r in body)
     runner = [r for r in body if r[0] == "runner" and r[1].startswith("hf bf16 L=128, 2 samples")]
-    assert len(runner) == 1 and "samples/s" in runner[0][2] and "batch 2" in runner[0][2] and runner[0][3] == "ok"
+    assert len(runner) == 1 and "samples/s" in runner[0][2] and "rows 1," in runner[0][2] and runner[0][3] == "ok"
     assert ["runner", "greedy outputs identical across 2 runs, L=128", "True", "ok"] in body
     assert {r[1].split()[-1] for r in body if r[0] == "diagnose" and r[3] == "measured"} == {"bf16", "fp32"}
     # Every row was printed when measured, before the table.

@@ -244,6 +244,14 @@ def test_intervals_significance_and_heatmaps_render(driver, paired_site):
     assert {m.get_attribute("data-kind") for m in maps} == {"scores", "delta"}
     tip = maps[0].find_element(By.CSS_SELECTOR, "g.cell rect title").get_attribute("textContent")
     assert "depth" in tip and "needle" in tip
+    # Readable at a normal window width (issue 25 §5): every map at its natural size, not shrunk to
+    # fit a grid column, with cell numbers at least 12 px high and rows at least 24 px.
+    box = "const r = arguments[0].getBoundingClientRect(); return [r.width, r.height];"
+    for m in maps:
+        assert m.size["width"] >= float(m.get_attribute("width")) - 1
+        _, text_h = driver.execute_script(box, m.find_element(By.CSS_SELECTOR, "g.cell text"))
+        _, cell_h = driver.execute_script(box, m.find_element(By.CSS_SELECTOR, "g.cell rect"))
+        assert text_h >= 12 and cell_h >= 24, (text_h, cell_h)
     assert driver.execute_script("return performance.getEntriesByType('resource').length") == 0
     img = _screenshot(driver, paired_site, 1280, "leaderboard-paired-1280.png")
     assert img.width > 1000
