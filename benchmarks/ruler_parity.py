@@ -53,19 +53,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-TASKS = [
-    "niah_single_1",
-    "niah_single_2",
-    "niah_single_3",
-    "niah_multikey_1",
-    "niah_multikey_2",
-    "niah_multikey_3",
-    "niah_multivalue",
-    "niah_multiquery",
-    "vt",
-    "cwe",
-    "fwe",
-]
+from tasks.ruler import RULER_TASKS  # after the sys.path line above
+
+# RULER's tasks that need no downloaded QA data (qa_1/qa_2 read SQuAD and HotpotQA)
+TASKS = [t for t in RULER_TASKS if not t.startswith("qa_")]
 # The reference's run.sh settings for greedy decoding (scripts/config_models.sh).
 REFERENCE_DECODING = ["--temperature", "0.0", "--top_k", "32", "--top_p", "1.0", "--batch_size", "1"]
 REFERENCE_DEPS = ("nltk", "wonderwords", "tenacity", "yaml", "pandas", "scipy", "numpy", "tqdm", "transformers")
