@@ -31,6 +31,7 @@ from harness.errors import TaskUnavailable, UserError
 from harness.jobs import CheckpointJob, JobEngine, RunnerWork, WorkItem, run_job, split_job
 from harness.jobs import sample_key as _record_key
 from harness.runners.base import RunnerSettings
+from harness.runners.registry import backend_record_settings
 from tasks.lengths import format_length
 
 DEFAULT_SAMPLES = 500  # RULER's num_samples: the default per length-controlled task and length
@@ -474,6 +475,8 @@ def _record_settings(cfg: EvalConfig, options, tok_fp: str, chat_hash: str | Non
     }
     if options.non_default():  # only then: records of default runs stay as they were
         settings["options"] = options.non_default()
+    # constants of the backend that shape its arithmetic (the hf runner's decode width)
+    settings.update(backend_record_settings(cfg.backend))
     settings.update(own)  # the model source's own fields (a served model: its endpoint)
     return settings
 
@@ -535,7 +538,16 @@ def build_results(plan: Plan) -> dict:
     # of a run shares these; a served model's batch size is the server's, null)
     claimed = {
         key: plan.record_settings[plan.ckpts[0].fingerprint].get(key)
-        for key in ("backend", "dtype", "batch_size", "rope_theta", "rope_scaling", "template", "tokenizer")
+        for key in (
+            "backend",
+            "dtype",
+            "batch_size",
+            "rope_theta",
+            "rope_scaling",
+            "template",
+            "tokenizer",
+            "decode_rows",
+        )
     }
     prov = {
         **provenance(),

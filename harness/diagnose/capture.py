@@ -73,20 +73,35 @@ def _repeat_kv(x, groups: int):
     return x if groups == 1 else x.repeat_interleave(groups, dim=1)
 
 
+# Query rows per eager block: a block's float32 weights [H, rows, L] stay under this many bytes. The
+# whole [H, L, L] matrix is 2.4 GB per layer for SmolLM2 at 8K (allocating it was most of an 8K pass's
+# time on CPU: 5.5 of 18.5 minutes were system time) and 137 GB for a 32-head model at 32K, past any
+# GPU; a row's softmax needs only its own row.
+EAGER_BLOCK_BYTES = 1 << 28
+
+
 def _eager(query, key, value, scaling):
     import torch
 
     groups = query.shape[1] // key.shape[1]
     key, value = _repeat_kv(key, groups), _repeat_kv(value, groups)
-    length = query.shape[2]
-    weights = torch.matmul(query, key.transpose(2, 3)) * scaling
-    # An additive mask, as transformers' eager path uses (a boolean mask would be added as 0/1).
-    future = torch.ones(length, length, dtype=torch.bool, device=query.device).triu(1)
-    weights = weights.masked_fill(future, torch.finfo(weights.dtype).min)
+    heads, length = query.shape[1], query.shape[2]
+    rows = max(1, EAGER_BLOCK_BYTES // (4 * heads * length))
     # float32 softmax like transformers' eager, except that a float64 model keeps float64 (its
     # eager path would round probabilities to float32, and "float64 everywhere" would not hold).
-    weights = torch.softmax(weights, dim=-1, dtype=torch.promote_types(query.dtype, torch.float32)).to(query.dtype)
-    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+    soft_dtype = torch.promote_types(query.dtype, torch.float32)
+    keys_t = key.transpose(2, 3)
+    cols = torch.arange(length, device=query.device)
+    out = []
+    for r0 in range(0, length, rows):
+        r1 = min(length, r0 + rows)
+        weights = torch.matmul(query[:, :, r0:r1], keys_t) * scaling
+        # An additive mask, as transformers' eager path uses (a boolean mask would be added as 0/1).
+        future = cols[None, :] > torch.arange(r0, r1, device=query.device)[:, None]
+        weights = weights.masked_fill(future, torch.finfo(weights.dtype).min)
+        weights = torch.softmax(weights, dim=-1, dtype=soft_dtype).to(query.dtype)
+        out.append(torch.matmul(weights, value))
+    return torch.cat(out, dim=2).transpose(1, 2).contiguous(), None
 
 
 def _sdpa(query, key, value, scaling):

@@ -1,4 +1,4 @@
-"""The transformers runner: greedy generation one prompt at a time with shared prefixes computed once.
+"""The transformers runner: greedy generation with shared prefixes computed once, decoding 8 rows at a time.
 
     from harness.runners.registry import get_runner
     from harness.runners.base import RunnerSettings, GenerationRequest
@@ -6,14 +6,17 @@
     runner.generate([GenerationRequest("The sky is", max_new_tokens=8)])
     for i, text, seconds in runner.generate_each(requests): ...   # as each request finishes
 
-Generation runs each prompt alone, unpadded, on harness/runners/prefix.py's engine: a fixed prefill
-grid, prompts in lexicographic token order, and the KV cache of every grid chunk two neighbouring
-prompts share computed once (`prefix_reuse`, on by default). A prompt's output depends on nothing
-but the prompt: not on --batch-size, the other requests of the call, their order, or reuse on/off
-(bit-identical logits in every dtype; tests/eval_run/test_prefix_reuse.py). Measured on CPU, one
-unpadded row is also the fastest shape for long prompts (batch 8 with left padding took 1.5x the
-time of batch 1 at 4K and changed 5 of 25 bf16 predictions). Architectures the engine refuses
-(sliding-window or linear-attention layers) run transformers generate one unpadded row at a time.
+Generation runs on harness/runners/prefix.py's engine: each prompt is prefilled alone, unpadded, on
+a fixed grid, in lexicographic token order, and the KV cache of every grid chunk two neighbouring
+prompts share is computed once (`prefix_reuse`, on by default); then prompts decode DECODE_ROWS at
+a time, each row on its own cache, at a fixed width (harness/runners/decode.py). A prompt's output
+depends on nothing but the prompt and that width: not on --batch-size, the other requests of the
+call, their order, or reuse on/off (bit-identical logits in every dtype;
+tests/eval_run/test_prefix_reuse.py, tests/eval_run/test_decode_rows.py). Measured on CPU, one
+unpadded row is the fastest prefill shape for long prompts (batch 8 with left padding took 1.5x the
+time of batch 1 at 4K and changed 5 of 25 bf16 predictions), and 8 decoding rows the fastest decode
+(benchmarks/decode_width.py). Architectures the engine refuses (sliding-window or linear-attention
+layers) run transformers generate one unpadded row at a time.
 Generation stops at EOS; stop strings cut the decoded text afterwards, which gives the same text as
 stopping early. A sequence that does not fit in memory stops with a UserError naming the flags that help.
 
@@ -63,7 +66,12 @@ _DTYPES = {
 }
 
 
-@register_runner("hf", help="transformers in this process (default)")
+# The prefix engine's decode width (harness/runners/decode.py says why it is fixed), here in a module
+# without torch imports so that planning puts it in every record's settings without importing torch.
+DECODE_ROWS = 8
+
+
+@register_runner("hf", help="transformers in this process (default)", record_settings={"decode_rows": DECODE_ROWS})
 class HFRunner:
     """transformers AutoModelForCausalLM behind the Runner interface (harness/runners/base.py)."""
 
@@ -151,7 +159,9 @@ class HFRunner:
         self.engine = (
             None
             if self.unsupported
-            else PrefixEngine(self.model, self.eos_id, chunk_for(self.device), reuse=settings.prefix_reuse)
+            else PrefixEngine(
+                self.model, self.eos_id, chunk_for(self.device), reuse=settings.prefix_reuse, rows=DECODE_ROWS
+            )
         )
         self.sample_stats: dict[int, dict] = {}  # request index -> tokens facts of the last generate call
 
@@ -209,7 +219,7 @@ class HFRunner:
         return out  # type: ignore[return-value]
 
     def generate_each(self, requests: list[GenerationRequest]) -> Iterator[tuple[int, str, float]]:
-        """(request index, text, seconds) per request as each finishes, in prefix order (see
+        """(request index, text, seconds) per request as each finishes (see
         harness/runners/prefix.py); `seconds` is the request's own compute, shared prefixes split
         among their users. Per-request facts (prompt tokens, reused tokens) go to `self.sample_stats`."""
         # 4 bytes per token (a list holds a 28-byte int object per token): a call may carry every

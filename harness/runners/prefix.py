@@ -1,9 +1,12 @@
-"""Greedy generation one prompt at a time on a fixed prefill grid, with shared prefixes computed once.
+"""Greedy generation: prompts prefilled one at a time on a fixed grid, shared prefixes computed once.
 
     from harness.runners.prefix import PrefixEngine
     engine = PrefixEngine(model, eos_id=2, chunk=256, reuse=True)   # None: architecture unsupported
-    for done in engine.run(prompt_ids, max_new_tokens):              # in prefix order, one per prompt
+    for done in engine.run(prompt_ids, max_new_tokens):              # as each prompt finishes
         done.index, done.tokens, done.seconds, done.reused_tokens
+
+After its prefill a prompt's cache is copied to a decoding row; rows decode together at a fixed
+width (harness/runners/decode.py), so the shared prefix cache below only ever holds prompts.
 
 Why this shape. Long-context evaluation is prefill-bound and many prompts of a task share a long
 prefix (the instruction and the haystack up to the first needle). Each prompt runs alone, unpadded
@@ -74,7 +77,7 @@ class GrowingLayer(CacheLayerMixin):
         self.dtype, self.device = key_states.dtype, key_states.device
         self.is_initialized = True
 
-    def _reserve(self, need: int, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+    def reserve(self, need: int, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         cap = 0 if self._k is None else self._k.shape[1]
         if need <= cap:
             return
@@ -91,7 +94,7 @@ class GrowingLayer(CacheLayerMixin):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
         end = self.length + key_states.shape[-2]
-        self._reserve(end, key_states, value_states)
+        self.reserve(end, key_states, value_states)
         assert self._k is not None and self._v is not None
         self._k[:, self.length : end].copy_(key_states.transpose(1, 2))
         self._v[:, self.length : end].copy_(value_states.transpose(1, 2))
@@ -159,6 +162,10 @@ def _lse_attention_cpu(query, key, value, scale):
 def prefix_attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, **kwargs):
     """transformers attention function for one unpadded row: [1, H, q, D] queries at the end of
     [1, Hkv, kv, D] keys (the cache followed by the chunk's own)."""
+    if isinstance(key, list):  # a step of rows decoding together, each on its own cache
+        from harness.runners.decode import rows_attention
+
+        return rows_attention(query, key, value, scaling).transpose(1, 2).contiguous(), None
     if attention_mask is not None or query.shape[0] != 1:
         raise ValueError("harness_prefix attention takes one unpadded row and no mask")
     b, h, q, d = query.shape
@@ -253,8 +260,11 @@ def chunk_users(prompts: Sequence[Sequence[int]], order: list[int], reused: list
 
 
 class PrefixEngine:
-    def __init__(self, model, eos_id: int | None, chunk: int, reuse: bool = True):
+    def __init__(self, model, eos_id: int | None, chunk: int, reuse: bool = True, rows: int | None = None):
+        from harness.runners.hf import DECODE_ROWS
+
         self.model = model
+        self.rows = rows or DECODE_ROWS  # the decode width (harness/runners/decode.py)
         self.eos_id = eos_id
         self.chunk = chunk
         self.reuse = reuse
@@ -294,6 +304,10 @@ class PrefixEngine:
         return logits
 
     def run(self, prompts: Sequence[Sequence[int]], max_new: list[int]) -> Iterator[Generated]:
+        """Every prompt's greedy continuation, yielded as each finishes: prompts are prefilled one at a
+        time in prefix order, then decode `rows` at a time (harness/runners/decode.py)."""
+        from harness.runners.decode import DecodeRows
+
         for i in range(len(prompts)):
             if max_new[i] <= 0 or not prompts[i]:  # nothing to generate (or nothing to condition on)
                 yield Generated(i, [], 0.0, len(prompts[i]), 0)
@@ -302,32 +316,56 @@ class PrefixEngine:
         order = [todo[k] for k in order]
         users = chunk_users(prompts, order, reused, self.chunk)
         cache = PrefixCache()
+        rows = DecodeRows(self.model, self.rows, self.eos_id)
+        limits = {i: max_new[i] for i in order}
+        prefilled: dict[int, tuple[float, int]] = {}  # prompt -> (its share of prefill seconds, reused tokens)
         node_seconds: list[float] = []  # seconds of each chunk in the current chain
+
+        def finished(row) -> Generated:
+            shared, keep = prefilled.pop(row.tag)
+            i = row.tag
+            return Generated(i, row.tokens, shared + row.seconds, len(prompts[i]), keep, shared)
+
+        def step() -> list:
+            with self.model_attention(), torch.inference_mode():
+                return list(rows.step(limits))
+
+        handed_over = False  # the prefix cache went to a decoding row (memory): nothing left to reuse
         for k, i in enumerate(order):
             ids = prompts[i]
-            keep = reused[k] * self.chunk
-            node_seconds = node_seconds[: reused[k]]
+            keep = 0 if handed_over else reused[k] * self.chunk
+            node_seconds = [] if handed_over else node_seconds[: reused[k]]
+            handed_over = False
             cache.truncate(keep)
-            tokens: list[int] = []
-            # The model attends with harness_prefix only while this prompt computes, never across
-            # the yield: whoever consumes the results may use the model meanwhile.
+            # The model attends with harness_prefix only while this engine computes, never across
+            # a yield: whoever consumes the results may use the model meanwhile.
             with self.model_attention(), torch.inference_mode():
                 t0 = time.perf_counter()
                 tok = int(self.prefill(cache, ids, keep).argmax())
                 t1 = time.perf_counter()
-                while tok != self.eos_id:
-                    tokens.append(tok)
-                    if len(tokens) >= max_new[i]:
-                        break
-                    tok = int(self._forward(cache, [tok]).argmax())
-                t2 = time.perf_counter()
             # The prefill's seconds split over its new chunks by tokens (attention makes later
             # chunks dearer, so this is an approximation), then shared among each chunk's users.
             own = len(ids) - keep
             for s in range(keep, len(ids), self.chunk):
                 node_seconds.append((t1 - t0) * min(self.chunk, len(ids) - s) / max(1, own))
             shared = sum(sec / n for sec, n in zip(node_seconds, users[k]))
-            yield Generated(i, tokens, shared + (t2 - t1), len(ids), keep, shared)
+            if tok == self.eos_id or max_new[i] <= 1:
+                yield Generated(i, [] if tok == self.eos_id else [tok], shared, len(ids), keep, shared)
+            else:
+                prefilled[i] = (shared, keep)
+                need = rows.row_bytes(cache, len(ids) + max_new[i])
+                while rows.active and not rows.can_hold(need):  # finish what decodes before copying
+                    for row in step():
+                        yield finished(row)
+                # Too little memory for a copy even so: the row takes the prefix cache itself.
+                handed_over = not rows.can_hold(need)
+                with torch.inference_mode():
+                    rows.admit(cache, len(ids), tok, i, room=max_new[i], take=handed_over)
+                if handed_over:
+                    cache = PrefixCache()
+            while rows.full() or (k == len(order) - 1 and rows.active):
+                for row in step():
+                    yield finished(row)
 
     def model_attention(self):
         """Context: the model attends with `harness_prefix` inside, and as before after."""

@@ -26,7 +26,7 @@ from harness.runners.base import Runner, RunnerSettings
 
 # Modules of this package that are not backends (prefix: the hf runner's engine, which imports torch
 # at once; replies: the served replies' schemas).
-_NOT_BACKENDS = frozenset({"base", "common", "registry", "prefix", "replies"})
+_NOT_BACKENDS = frozenset({"base", "common", "registry", "prefix", "decode", "replies"})
 
 
 @dataclass(frozen=True)
@@ -36,24 +36,35 @@ class _Entry:
     install: str
     help: str
     local: bool  # runs checkpoint directories in this process (False: a served model, --model)
+    record_settings: dict  # fields this backend adds to every record's settings (its identity)
 
 
 _REGISTRY: dict[str, _Entry] = {}
 _discovered = False
 
 
-def register_runner(name: str, *, requires: str | None = None, install: str = "", help: str = "", local: bool = True):
+def register_runner(
+    name: str,
+    *,
+    requires: str | None = None,
+    install: str = "",
+    help: str = "",
+    local: bool = True,
+    record_settings: dict | None = None,
+):
     """Class decorator: make `cls(model_path, settings)` the runner of `--backend name`.
 
     `local` False marks a backend that evaluates a served model rather than checkpoint directories
-    (`harness demo`, which evaluates the checkpoints it trains, offers only local ones)."""
+    (`harness demo`, which evaluates the checkpoints it trains, offers only local ones).
+    `record_settings`: constants of the backend that shape its arithmetic (the hf runner's decode
+    width); every record it computes carries them, so they are part of the record's identity."""
 
     def wrap(cls):
         old = _REGISTRY.get(name)
         if old is not None and old.factory is not cls:
             raise ValueError(f"runner backend {name!r} registered twice ({old.factory} and {cls})")
         doc = help or (cls.__doc__ or name).strip().splitlines()[0]
-        _REGISTRY[name] = _Entry(cls, requires, install, doc, local)
+        _REGISTRY[name] = _Entry(cls, requires, install, doc, local, dict(record_settings or {}))
         return cls
 
     return wrap
@@ -88,6 +99,13 @@ def backend_help(local_only: bool = False) -> str:
 def is_local(name: str) -> bool:
     _discover()
     return _REGISTRY[name].local
+
+
+def backend_record_settings(name: str) -> dict:
+    """The fields `--backend name` adds to every record's settings ({} for an unknown name)."""
+    _discover()
+    entry = _REGISTRY.get(name)
+    return dict(entry.record_settings) if entry else {}
 
 
 def backend_available(name: str) -> bool:

@@ -213,6 +213,31 @@ def test_capture_leaves_the_forward_pass_unchanged(kernel):
         assert torch.equal(got, ref)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_eager_in_row_blocks_matches_the_whole_matrix(dtype, monkeypatch):
+    """The eager kernel computes its weights a block of query rows at a time (capture.EAGER_BLOCK_BYTES):
+    down to one row per block, the forward pass equals the whole-matrix kernel to rounding (and, in
+    float32, transformers' own eager)."""
+    from harness.diagnose import capture
+
+    model = tiny_llama(dtype, kv_heads=1)
+    ids = torch.tensor([_samples(1)[0]])
+    tol = 1e-6 if dtype == torch.float32 else 1e-13
+
+    def run(block_bytes):
+        monkeypatch.setattr(capture, "EAGER_BLOCK_BYTES", block_bytes)
+        with torch.no_grad(), capture_attention(model, "eager", lambda *a: None):
+            return model(input_ids=ids).logits
+
+    whole = run(1 << 62)
+    for block_bytes in (1, 4 * 2 * L * 7):  # one row per block; 7 rows (the last block shorter)
+        assert (run(block_bytes) - whole).abs().max() <= tol * whole.abs().max()
+    if dtype == torch.float32:
+        with torch.no_grad():
+            model.set_attn_implementation("eager")
+            assert torch.equal(model(input_ids=ids).logits, whole)
+
+
 def test_small_row_blocks_give_the_same_measurement(bf16_model):
     settings = Settings(shifts=(0, 100), seq_len=L, logit_lengths=())
     whole = measure(bf16_model, _samples(1), settings, "bf16", progress=False)

@@ -1,0 +1,75 @@
+"""Decode width: generated tokens/s of the hf runner's fixed-width decoding (harness/runners/decode.py)
+at widths 1-16, against width 1 (one row at a time, the engine before it) in the same process.
+
+    python benchmarks/decode_width.py --model /work/models/smollm2-135m-instruct --lengths 1k,4k --threads 2
+
+Each width decodes `--steps` tokens for `width` rows, every row continuing from a prompt of the given
+length (a real niah_single_1 prompt, prefilled once and copied into each slot). The width is a constant
+of the engine (DECODE_ROWS): this is the measurement that chose it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--lengths", default="1k,4k")
+    ap.add_argument("--widths", default="1,2,4,8,16")
+    ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--steps", type=int, default=16)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from harness.runners.base import RunnerSettings
+    from harness.runners.common import prompt_ids
+    from harness.runners.decode import DecodeRows
+    from harness.runners.hf import HFRunner
+    from harness.runners.prefix import PrefixCache
+    from tasks.generate import generate_samples
+    from tasks.lengths import parse_lengths
+    from tasks.registry import get_task
+
+    runner = HFRunner(args.model, RunnerSettings(backend="hf", dtype=args.dtype))
+    engine = runner.engine
+    assert engine is not None, runner.unsupported
+    widths = [int(w) for w in args.widths.split(",")]
+    print(f"model {args.model}, {args.dtype}, {args.threads} threads, {args.steps} steps per width")
+    print(f"{'length':>6} {'width':>5} {'step ms':>8} {'tok/s':>7} {'vs width 1':>10}")
+    for length in parse_lengths(args.lengths):
+        sample = generate_samples(get_task("niah_single_1"), length, [0], runner.tokenizer)[0]
+        ids = list(prompt_ids(runner.tokenizer, sample.prompt))
+        cache = PrefixCache()
+        with engine.model_attention(), torch.inference_mode():
+            first = int(engine.prefill(cache, ids, 0).argmax())
+        base = None
+        for width in widths:
+            rows = DecodeRows(runner.model, width, eos_id=None)
+            for w in range(width):
+                rows.admit(cache, len(ids), first, w)
+            limits = {w: 10**9 for w in range(width)}
+            with engine.model_attention(), torch.inference_mode():
+                list(rows.step(limits))  # warm-up
+                t = time.perf_counter()
+                for _ in range(args.steps):
+                    list(rows.step(limits))
+                dt = (time.perf_counter() - t) / args.steps
+            rate = width / dt
+            base = base or rate
+            print(f"{len(ids):>6} {width:>5} {dt * 1000:>8.1f} {rate:>7.1f} {rate / base:>9.2f}x", flush=True)
+    runner.close()
+
+
+if __name__ == "__main__":
+    main()
