@@ -21,7 +21,7 @@ to its plain `from_pretrained` (sdpa) on CPU; it loads the model in bfloat16, so
 Both sides run the same model, tasks, lengths, sample count and thread count (OMP_NUM_THREADS and
 MKL_NUM_THREADS set for every subprocess), one (length, task) at a time, the reference then ours,
 so both see the same machine load. Several copies of the same command share the work: each
-claims a (length, task) cell through a lock file in <out>/locks. Each side's predictions, per-sample scores, prompt lengths and
+claims a (length, task, side) cell through a lock file in <out>/locks. Each side's predictions, per-sample scores, prompt lengths and
 timings are cached in <out>/{reference,ours}/<length>/<task>.json: `--only ours` after a change on
 our side recomputes ours alone. A cache made with other settings is recomputed.
 
@@ -671,9 +671,12 @@ def run(args) -> int:
     for length, task in bar:
         bar.set_postfix_str(f"{task} {label(length)}")
         ref, ours = cached("reference", length, task), cached("ours", length, task)
-        todo = [s for s in sides if args.redo or (ref if s == "reference" else ours) is None]
-        lock = out / "locks" / f"{length}-{task}.lock"
-        if todo and claim(lock):
+        wanted = [s for s in sides if args.redo or (ref if s == "reference" else ours) is None]
+        # One lock per side and cell: `--only reference` and `--only ours` run side by side
+        # without skipping each other's cells; two copies of one command split the cells.
+        locks = {s: out / "locks" / f"{length}-{task}-{s}.lock" for s in wanted}
+        todo = [s for s in wanted if claim(locks[s])]
+        if todo:
             try:
                 if "reference" in todo:
                     ref = run_reference(args, scripts, env, commit, task, length, tokenizer)
@@ -684,9 +687,10 @@ def run(args) -> int:
                     write_json(cache("ours", length, task), ours)
                     log(f"ours {task} {label(length)}: {ours['score']} ({ours['time']['eval']['wall_s']:.0f} s)")
             finally:
-                lock.unlink(missing_ok=True)
-        elif todo:
-            log(f"{task} {label(length)}: another copy of this command is computing it")
+                for side in todo:
+                    locks[side].unlink(missing_ok=True)
+        for side in sorted(set(wanted) - set(todo)):
+            log(f"{task} {label(length)} ({side}): another copy of this command is computing it")
         cells[(length, task)] = (ref, ours)
     if cross_tasks:
         runner = None
