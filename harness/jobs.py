@@ -331,15 +331,26 @@ def _evaluate(
         for it in items:
             groups.setdefault((it.task.name, it.sample.length), []).append(it)
         pending: list[tuple[WorkItem, str, float, dict | None]] = []
-        t_batch = time.perf_counter()
+        # Time spent outside the runner (scoring, storing) since the last store: shared among the
+        # records stored next. Inside it, each sample's own seconds are the runner's; a sample may
+        # finish several stores after its prefill ran, so wall time between stores is not its own.
+        outside = 0.0
         for group in groups.values():
             for i, raw, seconds in each([request(it) for it in group]):
+                t_in = time.perf_counter()
                 pending.append((group[i], raw, seconds, getattr(runner, "sample_stats", {}).get(i)))
                 if len(pending) >= max(1, job.settings.batch_size):
-                    added += stored(_stream_records(records_of, pending, t_batch))
-                    pending, t_batch = [], time.perf_counter()
+                    records = _stream_records(records_of, pending)
+                    _share(records, [p[2] for p in pending], outside + time.perf_counter() - t_in)
+                    t_store = time.perf_counter()
+                    added += stored(records)
+                    pending, outside = [], time.perf_counter() - t_store  # storing: the next records' share
+                else:
+                    outside += time.perf_counter() - t_in
         if pending:
-            added += stored(_stream_records(records_of, pending, t_batch))
+            records = _stream_records(records_of, pending)
+            _share(records, [p[2] for p in pending], outside)
+            added += stored(records)
         items = []
     chunk = len(items) if runner.submit_all else job.settings.batch_size
     for start in range(0, len(items), max(1, chunk)):
@@ -384,15 +395,23 @@ def _evaluate(
     return added
 
 
-def _stream_records(records_of, pending: list, since: float) -> list[dict]:
-    """Records of samples a streaming runner finished since `since`: each one's own seconds and
-    token facts (`compute`: prompt tokens, tokens reused from a shared prefix, new tokens)."""
+def _stream_records(records_of, pending: list) -> list[dict]:
+    """Records of samples a streaming runner finished, with each one's token facts (`compute`:
+    prompt tokens, tokens reused from a shared prefix, new tokens); `eval_seconds` is set by _share."""
     records = records_of([p[0] for p in pending], [p[1] for p in pending])
     for rec, (_, _, _, stats) in zip(records, pending):
         if stats:
             rec["compute"] = stats
-    _timed(records, since, [p[2] for p in pending])
     return records
+
+
+def _share(records: list[dict], own: list[float], outside: float) -> None:
+    """Each record's evaluation seconds: its own (the runner's prefill + decoding share) plus an equal
+    share of `outside` (scoring, storing). Over a run they sum to the runner's compute plus the time
+    spent outside it, never more than the wall time."""
+    rest = max(0.0, outside) / max(1, len(records))
+    for r, mine in zip(records, own):
+        r["eval_seconds"] = round(mine + rest, 6)
 
 
 def _follow_ups(job: CheckpointJob, runner, part: list[WorkItem], preds: list[str], raws: list[str]):

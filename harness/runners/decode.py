@@ -72,8 +72,6 @@ class RowsCache:
     active row's new key and value to that row's own buffer and hands the attention function the
     per-row views (a list, one [1, kv_heads, length, dim] pair per slot; None for a filler slot)."""
 
-    is_compileable = False
-
     def __init__(self, rows: list[_Row | None], n_layers: int):
         self.rows = rows
         self.layers = [None] * n_layers
@@ -100,18 +98,6 @@ class RowsCache:
 
     def get_query_offset(self, layer_idx: int = 0) -> int:
         return self.get_seq_length()
-
-    @property
-    def is_sliding(self) -> list[bool]:
-        return [False] * len(self.layers)
-
-    @property
-    def is_linear(self) -> list[bool]:
-        return [False] * len(self.layers)
-
-    @property
-    def is_dummy(self) -> list[bool]:
-        return [False] * len(self.layers)
 
 
 def rows_attention(query: torch.Tensor, keys: list, values: list, scaling) -> torch.Tensor:
