@@ -37,7 +37,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 
 # Bytes kept free beyond a row copy's 1.5x (the step's activations, the allocator's slack).
 MEMORY_MARGIN = 256 << 20
@@ -101,16 +100,14 @@ class RowsCache:
 
 
 def rows_attention(query: torch.Tensor, keys: list, values: list, scaling) -> torch.Tensor:
-    """One decoding step of W rows: row r's query [1, H, 1, D] against its own keys alone, the same
-    call as decoding it by itself (harness/runners/prefix.py's q == 1 path). Filler rows give zeros."""
-    w, h, _, d = query.shape
-    out = query.new_zeros((w, h, 1, d))
+    """One decoding step of W rows: row r's query [1, H, 1, D] against its own keys alone, through the
+    call that decodes one row by itself (prefix.decode_attention). Filler rows give zeros."""
+    from harness.runners.prefix import decode_attention
+
+    out = query.new_zeros(query.shape)
     for r, (key, value) in enumerate(zip(keys, values)):
-        if key is None:
-            continue
-        hk = key.shape[1]
-        row = F.scaled_dot_product_attention(query[r : r + 1].reshape(1, hk, h // hk, d), key, value, scale=scaling)
-        out[r : r + 1] = row.reshape(1, h, 1, -1)
+        if key is not None:
+            out[r : r + 1] = decode_attention(query[r : r + 1], key, value, scaling)
     return out
 
 
