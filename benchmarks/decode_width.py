@@ -19,6 +19,35 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def time_widths(runner, ids: list[int], widths: list[int], steps: int):
+    """Yield (width, seconds per decoding step) for each width: `width` rows, each continuing from
+    `ids` (prefilled once, the cache copied into every slot), one warm-up step, then `steps` timed.
+    Each step ends in the rows' next tokens on the host, so on CUDA the timing includes the kernels."""
+    import torch
+
+    from harness.runners.decode import DecodeRows
+    from harness.runners.prefix import PrefixCache
+
+    engine = runner.engine
+    assert engine is not None, runner.unsupported
+    cache = PrefixCache()
+    with engine.model_attention(), torch.inference_mode():
+        first = int(engine.prefill(cache, ids, 0).argmax())
+    for width in widths:
+        rows = DecodeRows(runner.model, width, eos_id=None)
+        for w in range(width):
+            rows.admit(cache, len(ids), first, w)
+        limits = {w: 10**9 for w in range(width)}
+        with engine.model_attention(), torch.inference_mode():
+            list(rows.step(limits))  # warm-up
+            t = time.perf_counter()
+            for _ in range(steps):
+                list(rows.step(limits))
+            dt = (time.perf_counter() - t) / steps
+        del rows
+        yield width, dt
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
@@ -34,37 +63,20 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from harness.runners.base import RunnerSettings
     from harness.runners.common import prompt_ids
-    from harness.runners.decode import DecodeRows
     from harness.runners.hf import HFRunner
-    from harness.runners.prefix import PrefixCache
     from tasks.generate import generate_samples
     from tasks.lengths import parse_lengths
     from tasks.registry import get_task
 
     runner = HFRunner(args.model, RunnerSettings(backend="hf", dtype=args.dtype))
-    engine = runner.engine
-    assert engine is not None, runner.unsupported
     widths = [int(w) for w in args.widths.split(",")]
     print(f"model {args.model}, {args.dtype}, {args.threads} threads, {args.steps} steps per width")
     print(f"{'length':>6} {'width':>5} {'step ms':>8} {'tok/s':>7} {'vs width 1':>10}")
     for length in parse_lengths(args.lengths):
         sample = generate_samples(get_task("niah_single_1"), length, [0], runner.tokenizer)[0]
         ids = list(prompt_ids(runner.tokenizer, sample.prompt))
-        cache = PrefixCache()
-        with engine.model_attention(), torch.inference_mode():
-            first = int(engine.prefill(cache, ids, 0).argmax())
         base = None
-        for width in widths:
-            rows = DecodeRows(runner.model, width, eos_id=None)
-            for w in range(width):
-                rows.admit(cache, len(ids), first, w)
-            limits = {w: 10**9 for w in range(width)}
-            with engine.model_attention(), torch.inference_mode():
-                list(rows.step(limits))  # warm-up
-                t = time.perf_counter()
-                for _ in range(args.steps):
-                    list(rows.step(limits))
-                dt = (time.perf_counter() - t) / args.steps
+        for width, dt in time_widths(runner, ids, widths, args.steps):
             rate = width / dt
             base = base or rate
             print(f"{len(ids):>6} {width:>5} {dt * 1000:>8.1f} {rate:>7.1f} {rate / base:>9.2f}x", flush=True)

@@ -33,47 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tasks.ruler import RULER_TASKS  # after the sys.path line above
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from utilisation import Shape, matmul_peak
+
 # RULER's tasks that need no downloaded QA data (qa_1/qa_2 read SQuAD and HotpotQA)
 RULER_OFFLINE = ",".join(t for t in RULER_TASKS if not t.startswith("qa_"))
-
-
-def matmul_peak(dtype, n: int = 2048, seconds: float = 2.0) -> float:
-    """GFLOP/s of an n x n x n matmul in `dtype`, best of repeated timings over ~`seconds`."""
-    import torch
-
-    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-    a @ b
-    best, spent = float("inf"), 0.0
-    while spent < seconds:
-        t = time.perf_counter()
-        a @ b
-        dt = time.perf_counter() - t
-        best, spent = min(best, dt), spent + dt
-    return 2 * n**3 / best / 1e9
-
-
-class Shape:
-    """FLOPs of the model's forward passes, from its config and parameter count."""
-
-    def __init__(self, model) -> None:
-        cfg = model.config
-        self.layers = cfg.num_hidden_layers
-        self.heads = cfg.num_attention_heads
-        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        self.hidden, self.vocab = cfg.hidden_size, cfg.vocab_size
-        embed = model.get_input_embeddings().weight.numel()
-        head = model.get_output_embeddings().weight
-        tied = head.data_ptr() == model.get_input_embeddings().weight.data_ptr()
-        self.body = sum(p.numel() for p in model.parameters()) - embed - (0 if tied else head.numel())
-
-    def tokens(self, start: int, end: int) -> float:
-        """FLOPs of running positions [start, end) after a cache of `start` positions."""
-        n = end - start
-        attn = 4 * self.heads * self.head_dim * self.layers * (end * (end + 1) - start * (start + 1)) / 2
-        return 2 * self.body * n + attn
-
-    def logits(self, n: int) -> float:
-        return 2 * self.hidden * self.vocab * n
 
 
 def run_cell(runner, reqs, shape: Shape) -> dict:
@@ -87,12 +51,7 @@ def run_cell(runner, reqs, shape: Shape) -> dict:
     reused = sum(s["reused_tokens"] for s in stats.values())
     new = sum(s["new_tokens"] for s in stats.values())
     prefill = sum(s.get("prefill_seconds", 0.0) for s in stats.values())
-    flops = 0.0
-    for s in stats.values():
-        n, r, g = s["prompt_tokens"], s["reused_tokens"], s["new_tokens"]
-        # prefill of the positions not reused, then one step per generated token (the last one's
-        # step finds EOS; a run cut by max_new_tokens does one step fewer: within one token)
-        flops += shape.tokens(r, n) + shape.tokens(n, n + g) + shape.logits(g + 1)
+    flops = sum(shape.sample(s["prompt_tokens"], s["reused_tokens"], s["new_tokens"]) for s in stats.values())
     return {
         "texts": [texts[i] for i in range(len(reqs))],
         "wall": wall,

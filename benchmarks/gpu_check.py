@@ -13,13 +13,15 @@ Sections:
 - runner: the transformers runner (harness/runners/hf.py) in bf16 at 4K-128K tokens (CUDA; 128/256 on
   CPU with --small): samples/s, peak memory, the rows per forward (1: the prefix engine runs one
   unpadded prompt at a time), the share of prompt tokens reused from shared prefixes, and whether
-  greedy outputs are identical across two runs. By default on a random Llama (~110M, byte
+  greedy outputs are identical across two runs; utilisation (prompt tokens/s, achieved TFLOP/s from
+  the model's shape, benchmarks/utilisation.py, against a bf16 matmul timed on the same device); and
+  the decode width's gain (DECODE_ROWS rows against one, generated tokens/s). By default on a random Llama (~110M, byte
   tokenizer, built here); --model/--samples run a checkpoint on pre-generated RULER samples instead.
 - diagnose: benchmarks/diagnose_rope.py; on CUDA the 7B shape at L=4096 in bf16 (one sample), time of
   one diagnostic pass against a plain forward (target <= 5x); on CPU the small shape, bf16 and fp32.
 
 Each row is printed as soon as it is measured (`row: ...`, flushed), so a run cut off by a time limit
-keeps what it measured; the table follows at the end. --budget SECONDS (default 560, one 10-minute
+keeps what it measured, and a section that raises adds a FAIL row and the others still run; the table follows at the end. --budget SECONDS (default 560, one 10-minute
 command with room for start-up; 0 = none) skips the rows left once it is spent, saying so. --record
 appends a dated section named after the device to benchmarks/RESULTS.md (written to a temp file and
 renamed into place). Imports are lazy and need torch, transformers and tqdm only (CUDA machines lack
@@ -35,6 +37,7 @@ import os
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +48,21 @@ SECTIONS = ("kernels", "train", "runner", "diagnose")
 DEFAULT_BUDGET = 560.0
 HEADER = ("section", "check", "value", "status")
 # Modules the CUDA image lacks: nothing this script imports may need them.
-ABSENT_ON_GPU_IMAGE = ("datasets", "lm_eval", "vllm", "wonderwords", "needlehaystack", "flash_attn")
+ABSENT_ON_GPU_IMAGE = (
+    "datasets",
+    "lm_eval",
+    "vllm",
+    "wonderwords",
+    "needlehaystack",
+    "flash_attn",
+    "pydantic",
+    "nltk",
+    "rouge",
+    "rouge_score",
+    "fuzzywuzzy",
+    "jieba",
+    "gguf",
+)
 
 
 class Rows:
@@ -77,6 +94,17 @@ def _cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def _free_cuda() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _flops(gflops: float) -> str:
+    return f"{gflops / 1000:.1f} TFLOP/s" if gflops >= 1000 else f"{gflops:.1f} GFLOP/s"
 
 
 def _gib(n: float) -> str:
@@ -214,7 +242,12 @@ def _synthetic_prompts(length: int, count: int) -> list[str]:
 
 def _runner_rows(rows: Rows, runner, groups: dict[int, list], cuda: bool) -> None:
     import torch
+    from utilisation import Shape, matmul_peak
 
+    shape = Shape(runner.model)
+    # The peak every row is set against: a large bf16 matmul on the same device, in this process.
+    peak_gflops = matmul_peak(torch.bfloat16, n=8192 if cuda else 1024, seconds=1.0, device=runner.device)
+    rows.add("runner", "bf16 matmul peak, this device", _flops(peak_gflops), "measured")
     for length, reqs in sorted(groups.items()):
         if rows.over("runner", f"hf bf16 L={length}"):
             return
@@ -235,6 +268,9 @@ def _runner_rows(rows: Rows, runner, groups: dict[int, list], cuda: bool) -> Non
         stats = list(getattr(runner, "sample_stats", {}).values())
         prompt = sum(s.get("prompt_tokens", 0) for s in stats)
         reused = sum(s.get("reused_tokens", 0) for s in stats) / prompt if prompt else 0.0
+        prefill = sum(s.get("prefill_seconds", 0.0) for s in stats)  # of the last run
+        flops = sum(shape.sample(s["prompt_tokens"], s["reused_tokens"], s["new_tokens"]) for s in stats)
+        achieved = flops / times[-1] / 1e9
         same = outs[0] == outs[1]
         rows.add(
             "runner",
@@ -243,7 +279,39 @@ def _runner_rows(rows: Rows, runner, groups: dict[int, list], cuda: bool) -> Non
             f"{reused:.0%} of prompt tokens reused",
             "ok" if same else "FAIL",
         )
+        rows.add(
+            "runner",
+            f"utilisation L={length}",
+            f"prompt {prompt / max(prefill, 1e-9):,.0f} tok/s, {_flops(achieved)} = "
+            f"{achieved / peak_gflops:.1%} of the bf16 matmul peak",
+            "measured",
+        )
         rows.add("runner", f"greedy outputs identical across 2 runs, L={length}", str(same), "ok" if same else "FAIL")
+
+
+def _decode_width_rows(rows: Rows, runner, groups: dict[int, list], cuda: bool) -> None:
+    """Generated tokens/s of the engine's fixed-width decoding (DECODE_ROWS) against one row, at the
+    shortest and a long length of the runner rows (benchmarks/decode_width.py, which chose the width)."""
+    from decode_width import time_widths
+
+    from harness.runners.common import prompt_ids
+    from harness.runners.hf import DECODE_ROWS
+
+    if runner.engine is None:
+        rows.add("runner", "decode width", "", f"skipped: no prefix engine ({runner.unsupported})")
+        return
+    lengths = sorted(groups)
+    for length in sorted({lengths[0], min(lengths, key=lambda n: abs(n - 32768))}):
+        if rows.over("runner", f"decode width 1 vs {DECODE_ROWS}, L={length}"):
+            return
+        ids = list(prompt_ids(runner.tokenizer, groups[length][0].prompt))
+        (_, one), (_, many) = time_widths(runner, ids, [1, DECODE_ROWS], steps=16 if cuda else 4)
+        rows.add(
+            "runner",
+            f"decode width 1 vs {DECODE_ROWS}, L={length}",
+            f"{1 / one:,.0f} vs {DECODE_ROWS / many:,.0f} tok/s = x{one * DECODE_ROWS / many:.2f}",
+            "measured",
+        )
 
 
 def section_runner(args, rows: Rows) -> None:
@@ -277,6 +345,7 @@ def section_runner(args, rows: Rows) -> None:
         runner = HFRunner(model, settings)
         try:
             _runner_rows(rows, runner, groups, cuda)
+            _decode_width_rows(rows, runner, groups, cuda)
         finally:
             runner.close()
 
@@ -374,7 +443,13 @@ def main(argv=None) -> int:
     fns = {"kernels": section_kernels, "train": section_train, "runner": section_runner, "diagnose": section_diagnose}
     for s in sections:
         print(f"== {s}", flush=True)
-        fns[s](args, rows)
+        try:
+            fns[s](args, rows)
+        except Exception as e:  # noqa: BLE001  # a GPU run is one shot: a broken section must not lose the rest
+            traceback.print_exc()
+            first = (str(e).strip().splitlines() or [""])[0][:160]
+            rows.add(s, "section raised", f"{type(e).__name__}: {first}", "FAIL")
+            _free_cuda()
     for r in rows.rows:
         if r[3].startswith("skipped"):
             print(f"section {r[0]}: {r[1]} {r[3]}")

@@ -87,9 +87,21 @@ def test_synthetic_runner_and_bad_section(capsys):
     gpu_check = _load()
     assert gpu_check.main(["--sections", "runner", "--small", "--per-file", "3"]) == 0
     out = capsys.readouterr().out
+    assert "row: runner | bf16 matmul peak, this device | " in out
     for length in (128, 256):
         assert f"row: runner | hf bf16 L={length}, 3 samples | " in out
         assert f"row: runner | greedy outputs identical across 2 runs, L={length} | True | ok" in out
+        assert f"row: runner | utilisation L={length} | prompt " in out and "of the bf16 matmul peak" in out
+    # the decode width at the shortest length and the one nearest 32K (here 256): DECODE_ROWS vs one row
+    from harness.runners.hf import DECODE_ROWS
+
+    for length in (128, 256):
+        line = next(
+            ln
+            for ln in out.splitlines()
+            if ln.startswith(f"row: runner | decode width 1 vs {DECODE_ROWS}, L={length} |")
+        )
+        assert " tok/s = x" in line and line.endswith("| measured")
     assert gpu_check.main(["--sections", "runner", "--model", "x"]) == 0
     assert "skipped: give both --model and --samples" in capsys.readouterr().out
     with pytest.raises(UserError, match="unknown section"):
@@ -105,17 +117,23 @@ def test_budget_skips_the_rows_left(capsys):
     assert "measured" not in out
 
 
-def test_rows_survive_a_crash_later(monkeypatch, capsys):
+def test_a_section_that_raises_keeps_the_others(monkeypatch, capsys):
+    """A GPU run is one shot: a section that raises adds a FAIL row, the sections after it still run,
+    the table is printed and the exit code says FAIL."""
     gpu_check = _load()
 
     def boom(args, rows):
-        raise RuntimeError("killed by a time limit")
+        rows.add("diagnose", "measured first", "2", "ok")
+        raise RuntimeError("CUDA out of memory\nsecond line")
 
     monkeypatch.setattr(gpu_check, "section_diagnose", boom)
     monkeypatch.setattr(gpu_check, "section_runner", lambda args, rows: rows.add("runner", "a row", "1", "ok"))
-    with pytest.raises(RuntimeError):
-        gpu_check.main(["--sections", "runner,diagnose"])
-    assert "row: runner | a row | 1 | ok" in capsys.readouterr().out
+    assert gpu_check.main(["--sections", "diagnose,runner"]) == 1
+    out = capsys.readouterr().out
+    assert "row: diagnose | measured first | 2 | ok" in out
+    assert "row: diagnose | section raised | RuntimeError: CUDA out of memory | FAIL" in out
+    assert "row: runner | a row | 1 | ok" in out
+    assert out.index("row: runner | a row") < out.index("\n| section ")  # the table follows every row
 
 
 def test_imports_need_only_torch_transformers_tqdm():
@@ -131,7 +149,8 @@ import sys
 for name in {gpu_check.ABSENT_ON_GPU_IMAGE!r}:
     sys.modules[name] = None
 sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / "benchmarks")!r}]
-import gpu_check, train_step, diagnose_rope
+import gpu_check, train_step, diagnose_rope, decode_width, utilisation
+import harness.runners.decode, harness.runners.prefix, harness.runners.common
 import harness.runners.hf, harness.runners.base, harness.embedded, harness.diagnose.rope, harness.errors
 import training.attention, training.attention.varlen, training.attention.flex, training.attention.sdpa_doc
 import training.attention.dense, training.modes, training.loop
