@@ -50,8 +50,10 @@ ATTENTION = "harness_prefix"
 # the arithmetic (bf16 logits depend on where chunks start), so it must not vary between runs.
 # 256 on CPU: measured on SmolLM2-135M bf16 at 4K, a chunk of 256 costs no more per token than
 # one whole-prompt pass (benchmarks/RESULTS.md), and reuse loses at most 255 tokens per prompt.
-# Larger on GPUs, where a forward pass has a fixed launch cost of milliseconds.
-CHUNK_TOKENS = {"cpu": 256, "cuda": 1024}
+# 4096 on CUDA: there a forward pass has a fixed launch cost of milliseconds; measured on an H200
+# (benchmarks/RESULTS.md, a ~110M Llama in bf16), prefill of a 4K prompt took 30.4 ms in chunks of
+# 1024, 7.9 ms in one of 4096; a 32K prompt 252 ms / 104 ms (66 ms whole).
+CHUNK_TOKENS = {"cpu": 256, "cuda": 4096}
 DEFAULT_CHUNK = 1024
 
 
@@ -157,6 +159,20 @@ def _lse_attention_cpu(query, key, value, scale):
     top = torch.maximum(lse1, lse2)
     w1, w2 = (lse1 - top).exp()[..., None], (lse2 - top).exp()[..., None]
     return ((out1.float() * w1 + out2.float() * w2) / (w1 + w2)).to(query.dtype)
+
+
+def _no_cudnn_attention(device: torch.device):
+    """CUDA: SDPA without its cuDNN backend. cuDNN builds an execution plan for every new key length,
+    and every decoding step has one: measured on an H200, a step of one row took 67 ms while the
+    plans were built and 6.7 ms once they were cached (benchmarks/RESULTS.md). FlashAttention and
+    the memory-efficient kernel take any length at no set-up cost. Elsewhere: no change."""
+    from contextlib import nullcontext
+
+    if device.type != "cuda":
+        return nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 
 
 def decode_attention(query, key, value, scaling):
@@ -383,7 +399,8 @@ class PrefixEngine:
             before = self.model.config._attn_implementation
             self.model.set_attn_implementation(ATTENTION)
             try:
-                yield
+                with _no_cudnn_attention(self.device):
+                    yield
             finally:
                 self.model.set_attn_implementation(before)
 

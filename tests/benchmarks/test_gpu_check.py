@@ -66,6 +66,9 @@ def test_cpu_path_smallest(tmp_path, tiny_llama_dir, capsys):
     assert len(runner) == 1 and "samples/s" in runner[0][2] and "rows 1," in runner[0][2] and runner[0][3] == "ok"
     assert ["runner", "greedy outputs identical across 2 runs, L=128", "True", "ok"] in body
     assert {r[1].split()[-1] for r in body if r[0] == "diagnose" and r[3] == "measured"} == {"bf16", "fp32"}
+    # the pass alone (held to the target on CUDA) and with the error-source breakdown
+    for what in ("pass vs", "pass + error sources vs"):
+        assert len([r for r in body if r[0] == "diagnose" and f"L=128 {what} plain forward" in r[1]]) == 2, what
     # Every row was printed when measured, before the table.
     first_table_line = out.index("| section")
     for r in body:

@@ -72,3 +72,44 @@ def test_measure_is_independent_of_the_head_chunks(dtype, monkeypatch):
     monkeypatch.setattr(rope, "CPU_CHUNK_BYTES", 1 << 40)
     all_heads = measure(model, samples, settings, name, progress=False)
     assert one_head == all_heads
+
+
+@pytest.mark.parametrize("product", ["bf16", "fp32", "fp64"])
+def test_the_cuda_path_gives_the_same_numbers(product, monkeypatch):
+    """The path CUDA takes (every head at once, the float64 steps in one function) equals the CPU's
+    head chunks exactly when that function runs eagerly, and within 1e-12 compiled (only the order of
+    float64 sums changes). The compiled one runs here on CPU; on CUDA it is the same graph."""
+    from harness.diagnose import rope
+
+    q2, k2 = _qk(0)
+    pairs = [_qk(s) for s in range(1, 4)]
+    cpu = attention_differences(pairs, q2, k2, 0.25, product, 4 * 8 * 4 * 70 * 9, None, 1)
+    monkeypatch.setattr(rope, "_fuses", lambda device: True)
+    monkeypatch.setattr(rope, "_fused_diff_colsum", lambda: rope._softmax_diff_colsum)
+    eager = attention_differences(pairs, q2, k2, 0.25, product, 4 * 8 * 4 * 70 * 9, None, 1)
+    for a, b in zip(cpu, eager):
+        assert torch.equal(a.cols_HL, b.cols_HL) and torch.equal(a.logit_first_H, b.logit_first_H)
+    if product != "bf16":
+        return  # one compile is enough: the product dtype only changes the logits' input
+    monkeypatch.setattr(rope, "_fused_diff_colsum", lambda: torch.compile(rope._softmax_diff_colsum, dynamic=True))
+    fused = attention_differences(pairs, q2, k2, 0.25, product, 4 * 8 * 4 * 70 * 9, None, 1)
+    for a, b in zip(cpu, fused):
+        assert torch.allclose(a.cols_HL, b.cols_HL, rtol=1e-12, atol=1e-15)
+        assert torch.equal(a.logit_first_H, b.logit_first_H)
+
+
+def test_a_compile_failure_falls_back_to_the_eager_steps(monkeypatch):
+    from harness.diagnose import rope
+
+    def broken(*args):
+        raise RuntimeError("no Triton here")
+
+    q2, k2 = _qk(0)
+    pairs = [_qk(1)]
+    want = attention_differences(pairs, q2, k2, 0.25, "fp32")
+    monkeypatch.setattr(rope, "_fuses", lambda device: True)
+    monkeypatch.setattr(rope, "_fused", {"fn": broken})
+    with pytest.warns(UserWarning, match="fused float64 steps unavailable"):
+        got = attention_differences(pairs, q2, k2, 0.25, "fp32")
+    assert rope._fused["fn"] is None  # not tried again
+    assert torch.equal(want[0].cols_HL, got[0].cols_HL)

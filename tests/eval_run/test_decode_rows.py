@@ -186,3 +186,20 @@ def test_short_of_memory_rows_decode_first_then_take_the_cache_and_outputs_stay(
     short, reused_short = run()
     assert short == plenty
     assert reused_short == 0 and set(active) == {1}  # one row at a time, each on the cache it was prefilled in
+
+
+def test_cudnn_attention_is_off_inside_the_engine_on_cuda_only():
+    """cuDNN's SDPA builds a plan per new key length, and every decoding step has one (67 ms against
+    6.7 ms a step on an H200, benchmarks/RESULTS.md): the engine's attention runs without it on CUDA.
+    The flags are process-wide, so this checks them on any machine; CPU leaves them alone."""
+    import torch
+
+    from harness.runners.prefix import _no_cudnn_attention
+
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    with _no_cudnn_attention(torch.device("cuda")):
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
+    assert torch.backends.cuda.cudnn_sdp_enabled() == before
+    with _no_cudnn_attention(torch.device("cpu")):
+        assert torch.backends.cuda.cudnn_sdp_enabled() == before
