@@ -137,6 +137,14 @@ def cut_at_stop(text: str, stop: tuple[str, ...]) -> str:
     return text[:cut]
 
 
+def keeps_logits(model) -> bool:
+    """Whether the model's forward takes `logits_to_keep` (then only the last position's logits are
+    computed: a [L, vocab] tensor at long L is most of a forward pass's memory)."""
+    import inspect
+
+    return "logits_to_keep" in inspect.signature(model.forward).parameters
+
+
 def prompt_ids(tokenizer, prompt: str) -> list[int]:
     """Token ids as the length rule counts them: special tokens added, unless the prompt already
     starts with BOS (a chat template wrote it), which would double it."""

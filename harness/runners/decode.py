@@ -121,9 +121,9 @@ class DecodeRows:
         self.slots: list[_Row | None] = [None] * width
         self.n_layers = model.config.get_text_config().num_hidden_layers
         self.device = next(model.parameters()).device
-        import inspect
+        from harness.runners.common import keeps_logits
 
-        self._keeps_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self._keeps_logits = keeps_logits(model)
 
     @property
     def active(self) -> int:

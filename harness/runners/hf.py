@@ -148,9 +148,9 @@ class HFRunner:
             raise UserError(f"max_batch_tokens {self.batch_tokens}: pass a positive number of tokens")
         # (rows, padded width incl. new tokens) of every batch run, for benchmarks and logs.
         self.batch_log: list[tuple[int, int]] = []
-        import inspect
+        from harness.runners.common import keeps_logits
 
-        self._keeps_logits = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        self._keeps_logits = keeps_logits(self.model)
         # Generation: one prompt at a time on a fixed prefill grid, shared prefixes computed once.
         from harness.runners.prefix import PrefixEngine, chunk_for
 

@@ -291,9 +291,9 @@ class PrefixEngine:
         self.eos_id = eos_id
         self.chunk = chunk
         self.reuse = reuse
-        import inspect
+        from harness.runners.common import keeps_logits
 
-        self._keeps_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self._keeps_logits = keeps_logits(model)
         self.device = next(model.parameters()).device
 
     @staticmethod
