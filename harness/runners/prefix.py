@@ -46,7 +46,7 @@ from transformers import AttentionInterface
 from transformers.cache_utils import Cache, CacheLayerMixin, DynamicCache, DynamicLayer
 
 ATTENTION = "harness_prefix"
-# The prefill grid, in tokens. A fixed constant per device kind, never measured: the grid shapes
+# The prefill grid, in tokens. A fixed constant per device kind, never tuned per run: the grid shapes
 # the arithmetic (bf16 logits depend on where chunks start), so it must not vary between runs.
 # 256 on CPU: measured on SmolLM2-135M bf16 at 4K, a chunk of 256 costs no more per token than
 # one whole-prompt pass (benchmarks/RESULTS.md), and reuse loses at most 255 tokens per prompt.
@@ -54,7 +54,7 @@ ATTENTION = "harness_prefix"
 # (benchmarks/RESULTS.md, a ~110M Llama in bf16), prefill of a 4K prompt took 30.4 ms in chunks of
 # 1024, 7.9 ms in one of 4096; a 32K prompt 252 ms / 104 ms (66 ms whole).
 CHUNK_TOKENS = {"cpu": 256, "cuda": 4096}
-DEFAULT_CHUNK = 1024
+DEFAULT_CHUNK = 4096  # other accelerators (mps, xpu): unmeasured, launch-bound like CUDA
 
 
 def chunk_for(device: str | torch.device) -> int:
