@@ -12,9 +12,7 @@ time, so reuse raises it) and generated tokens/s (over the decoding time), achie
 FLOPs actually computed over the run's wall time) and its share of the peak, the share of prompt
 tokens reused, and the time ratio reuse on / off (target for niah tasks at 4K: <= 0.6).
 
-FLOPs from the model's shape: 2 x the non-embedding parameters per token computed, 2 x hidden x vocab
-per token whose logits are taken (the last prompt token and each generated token), and attention
-4 x (position + 1) x heads x head_dim per layer and token (QK^T and AV, causal). The peak is a large
+FLOPs come from the model's shape (benchmarks/utilisation.py says how). The peak is a large
 torch.matmul in each dtype timed in this process with the same threads. CPU seconds (all threads of
 this process) are steadier than wall seconds when other jobs share the cores; the load average is
 printed with the table.

@@ -15,15 +15,17 @@ Sections:
   unpadded prompt at a time), the share of prompt tokens reused from shared prefixes, and whether
   greedy outputs are identical across two runs; utilisation (prompt tokens/s, achieved TFLOP/s from
   the model's shape, benchmarks/utilisation.py, against a bf16 matmul timed on the same device); and
-  the decode width's gain (DECODE_ROWS rows against one, generated tokens/s). By default on a random Llama (~110M, byte
-  tokenizer, built here); --model/--samples run a checkpoint on pre-generated RULER samples instead.
+  the decode width's gain (DECODE_ROWS rows against one, generated tokens/s). By default on a random
+  Llama (~110M, byte tokenizer, built here); --model/--samples run a checkpoint on pre-generated
+  RULER samples instead.
 - diagnose: benchmarks/diagnose_rope.py; on CUDA the 7B shape at L=4096 in bf16 (one sample), time of
   one diagnostic pass against a plain forward (target <= 5x), then with the error-source breakdown
   (measured); on CPU the small shape, bf16 and fp32.
 
 Each row is printed as soon as it is measured (`row: ...`, flushed), so a run cut off by a time limit
-keeps what it measured, and a section that raises adds a FAIL row and the others still run; the table follows at the end. --budget SECONDS (default 560, one 10-minute
-command with room for start-up; 0 = none) skips the rows left once it is spent, saying so. --record
+keeps what it measured, and a section that raises adds a FAIL row and the others still run; the
+table follows at the end. --budget SECONDS (default 560, one 10-minute command with room for
+start-up; 0 = none) skips the rows left once it is spent, saying so. --record
 appends a dated section named after the device to benchmarks/RESULTS.md (written to a temp file and
 renamed into place). Imports are lazy and need torch, transformers and tqdm only (CUDA machines lack
 datasets, lm-eval, vLLM and wonderwords; tests/benchmarks/test_gpu_check.py checks the imports).
