@@ -19,10 +19,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def time_widths(runner, ids: list[int], widths: list[int], steps: int):
+def time_widths(runner, ids: list[int], widths: list[int], steps: int, head_major: bool = True):
     """Yield (width, seconds per decoding step) for each width: `width` rows, each continuing from
     `ids` (prefilled once, the cache copied into every slot), one warm-up step, then `steps` timed.
-    Each step ends in the rows' next tokens on the host, so on CUDA the timing includes the kernels."""
+    Each step ends in the rows' next tokens on the host, so on CUDA the timing includes the kernels.
+    `head_major`: the rows' cache layout (False: laid out as the prefix cache, the engine before)."""
     import torch
 
     from harness.runners.decode import DecodeRows
@@ -34,7 +35,7 @@ def time_widths(runner, ids: list[int], widths: list[int], steps: int):
     with engine.model_attention(), torch.inference_mode():
         first = int(engine.prefill(cache, ids, 0).argmax())
     for width in widths:
-        rows = DecodeRows(runner.model, width, eos_id=None)
+        rows = DecodeRows(runner.model, width, eos_id=None, head_major=head_major)
         for w in range(width):
             rows.admit(cache, len(ids), first, w)
         limits = {w: 10**9 for w in range(width)}
@@ -71,15 +72,23 @@ def main() -> None:
     runner = HFRunner(args.model, RunnerSettings(backend="hf", dtype=args.dtype))
     widths = [int(w) for w in args.widths.split(",")]
     print(f"model {args.model}, {args.dtype}, {args.threads} threads, {args.steps} steps per width")
-    print(f"{'length':>6} {'width':>5} {'step ms':>8} {'tok/s':>7} {'vs width 1':>10}")
+    print("rows' cache: head = head-major (the engine's), seq = as the prefix cache (the engine before)")
+    print(f"{'length':>6} {'cache':>5} {'width':>5} {'step ms':>8} {'tok/s':>7} {'vs width 1':>10} {'vs seq':>7}")
     for length in parse_lengths(args.lengths):
         sample = generate_samples(get_task("niah_single_1"), length, [0], runner.tokenizer)[0]
         ids = list(prompt_ids(runner.tokenizer, sample.prompt))
-        base = None
-        for width, dt in time_widths(runner, ids, widths, args.steps):
-            rate = width / dt
-            base = base or rate
-            print(f"{len(ids):>6} {width:>5} {dt * 1000:>8.1f} {rate:>7.1f} {rate / base:>9.2f}x", flush=True)
+        seq_rate: dict[int, float] = {}
+        for layout in ("seq", "head"):
+            base = None
+            for width, dt in time_widths(runner, ids, widths, args.steps, head_major=layout == "head"):
+                rate = width / dt
+                base = base or rate
+                seq_rate.setdefault(width, rate)
+                print(
+                    f"{len(ids):>6} {layout:>5} {width:>5} {dt * 1000:>8.1f} {rate:>7.1f} {rate / base:>9.2f}x"
+                    f" {rate / seq_rate[width]:>6.2f}x",
+                    flush=True,
+                )
     runner.close()
 
 

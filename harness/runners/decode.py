@@ -114,8 +114,9 @@ def rows_attention(query: torch.Tensor, keys: list, values: list, scaling) -> to
 class DecodeRows:
     """Up to `width` prompts decoding together; every step runs exactly `width` rows."""
 
-    def __init__(self, model, width: int, eos_id: int | None):
+    def __init__(self, model, width: int, eos_id: int | None, head_major: bool = True):
         self.model = model
+        self.head_major = head_major  # rows' caches as prefix.RowLayer (False: as the prefix cache)
         self.width = width
         self.eos_id = eos_id
         self.slots: list[_Row | None] = [None] * width
@@ -145,11 +146,11 @@ class DecodeRows:
     def admit(self, cache, length: int, first: int, tag: object, room: int = 0, take: bool = False) -> None:
         """A prompt whose prefill left its keys and values in cache[:length] and chose `first` goes into
         a free slot, to be decoded from `first` on, with space for `room` more tokens. Its row gets its own
-        copy of them, laid out as the single-row path lays out its own; `take`: the row takes the cache's
-        buffers themselves (no copy; the cache must not be used again)."""
+        copy of them, head-major (prefix.RowLayer: the layout changes no bit, only speed); `take`: the row
+        takes the cache's buffers themselves (no copy; the cache must not be used again)."""
         import time
 
-        from harness.runners.prefix import GrowingLayer
+        from harness.runners.prefix import GrowingLayer, RowLayer
 
         t0 = time.perf_counter()
         slot = self.slots.index(None)
@@ -158,7 +159,7 @@ class DecodeRows:
         else:
             layers = []
             for src in cache.layers:
-                own = GrowingLayer()
+                own = RowLayer() if self.head_major else GrowingLayer()
                 k, v = src.keys[:, :, :length], src.values[:, :, :length]
                 own.lazy_initialization(k, v)
                 own.reserve(length + room, k, v)

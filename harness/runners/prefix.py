@@ -124,6 +124,40 @@ class GrowingLayer(CacheLayerMixin):
         self.length = 0
 
 
+class RowLayer(GrowingLayer):
+    """A decoding row's keys and values, stored head-major ([batch, heads, seq, dim]): each head's keys
+    are one contiguous run. A decoding step streams every row's whole cache from memory, and SDPA reads
+    a contiguous head at about twice the speed of one strided across heads (measured on CPU at 3.9K
+    keys, caches too large for the CPU caches: 0.75 against 1.56 ms a call, benchmarks/decode_width.py).
+    The layout changes no value: SDPA's result is bit-identical for either (tests/eval_run/test_decode_rows.py)."""
+
+    def reserve(self, need: int, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        cap = 0 if self._k is None else self._k.shape[2]
+        if need <= cap:
+            return
+        cap = max(need, 2 * cap, 512)
+        b, h, _, dk = key_states.shape
+        k = key_states.new_empty((b, h, cap, dk))
+        v = value_states.new_empty((b, value_states.shape[1], cap, value_states.shape[3]))
+        if self.length and self._k is not None and self._v is not None:
+            k[:, :, : self.length].copy_(self._k[:, :, : self.length])
+            v[:, :, : self.length].copy_(self._v[:, :, : self.length])
+        self._k, self._v = k, v
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        end = self.length + key_states.shape[-2]
+        self.reserve(end, key_states, value_states)
+        assert self._k is not None and self._v is not None
+        self._k[:, :, self.length : end].copy_(key_states)
+        self._v[:, :, self.length : end].copy_(value_states)
+        self.length = end
+        self.keys = self._k[:, :, :end]
+        self.values = self._v[:, :, :end]
+        return self.keys, self.values
+
+
 class PrefixCache(Cache):
     def __init__(self) -> None:
         super().__init__(layer_class_to_replicate=GrowingLayer)

@@ -50,14 +50,14 @@ class Recorder:
         return out
 
 
-def _decode(model, prompts: dict, slots: dict, steps: int, width: int = WIDTH):
+def _decode(model, prompts: dict, slots: dict, steps: int, width: int = WIDTH, head_major: bool = True):
     """Admit prompts[tag] into slot slots[tag] (others empty), decode `steps` tokens; per tag: the
     logits of each step and the tokens."""
     from harness.runners.decode import DecodeRows
     from harness.runners.prefix import PrefixCache, PrefixEngine
 
     engine = PrefixEngine(model, None, 16, reuse=False)
-    rows = DecodeRows(Recorder(model), width, eos_id=None)
+    rows = DecodeRows(Recorder(model), width, eos_id=None, head_major=head_major)
     with engine.model_attention(), torch.inference_mode():
         for tag in sorted(prompts, key=slots.__getitem__):
             cache = PrefixCache()
@@ -91,6 +91,39 @@ def test_a_rows_logits_do_not_depend_on_its_neighbours_slot_or_their_number(gqa_
         together = _decode(model, busy, slots, steps=5)[0]
         for tag in busy:
             assert all(torch.equal(a, b) for a, b in zip(alone[tag], together[tag])), (trial, tag)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_rows_cache_layout_changes_no_bit(gqa_llama_dir, dtype):
+    """Rows keep their caches head-major (prefix.RowLayer) for speed; laid out as the prefix cache
+    (seq-major, what a row that takes the prefix cache's buffers decodes from) every logit is the same.
+    One prompt is longer than a kernel block (512 keys) and outgrows its first buffer while decoding."""
+    model = _model(gqa_llama_dir, dtype)
+    prompts = _prompts(WIDTH, seed=3)
+    prompts[0] = [random.Random(4).randrange(5, 4000) for _ in range(700)]
+    slots = {k: k for k in prompts}
+    head, head_tokens = _decode(model, prompts, slots, steps=5, head_major=True)
+    seq, seq_tokens = _decode(model, prompts, slots, steps=5, head_major=False)
+    assert head_tokens == seq_tokens
+    for tag in prompts:
+        assert all(torch.equal(a, b) for a, b in zip(head[tag], seq[tag])), tag
+
+
+def test_a_row_layer_holds_what_it_was_given_through_growth_and_truncation():
+    from harness.runners.prefix import GrowingLayer, RowLayer
+
+    torch.manual_seed(0)
+    row, ref = RowLayer(), GrowingLayer()
+    for n in (3, 600, 1, 1, 400):  # past the first 512-token buffer, then past its double
+        k, v = torch.randn(1, 2, n, 8), torch.randn(1, 2, n, 8)
+        for layer in (row, ref):
+            keys, values = layer.update(k, v)
+        assert torch.equal(row.keys, ref.keys) and torch.equal(row.values, ref.values)
+        assert row.keys.stride(-1) == 1 and row.keys[0, 0].is_contiguous()  # each head one contiguous run
+    row.truncate(10)
+    k, v = torch.randn(1, 2, 1, 8), torch.randn(1, 2, 1, 8)
+    keys, values = row.update(k, v)
+    assert keys.shape[2] == 11 and torch.equal(keys[:, :, 10:], k) and torch.equal(values[:, :, :3], ref.values[:, :, :3])
 
 
 def test_fp32_rows_match_a_full_pass_at_every_step(gqa_llama_dir):
