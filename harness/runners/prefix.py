@@ -64,10 +64,11 @@ def chunk_for(device: str | torch.device) -> int:
 # -- KV cache --------------------------------------------------------------------------------
 class GrowingLayer(CacheLayerMixin):
     """One layer's keys and values in a preallocated buffer that grows by doubling; `truncate`
-    cuts it back to a prefix in O(1)."""
+    cuts it back to a prefix in O(1). Stored [batch, seq, heads, dim] (see the module docstring)."""
 
     is_sliding = False
     is_croppable = True
+    head_major = False  # RowLayer: [batch, heads, seq, dim]
 
     def __init__(self) -> None:
         super().__init__()
@@ -75,34 +76,46 @@ class GrowingLayer(CacheLayerMixin):
         self._k: torch.Tensor | None = None
         self._v: torch.Tensor | None = None
 
+    @property
+    def _seq_dim(self) -> int:
+        return 2 if self.head_major else 1
+
+    def _stored(self, x: torch.Tensor) -> torch.Tensor:
+        """[batch, heads, seq, dim] as stored, and back (the swap is its own inverse)."""
+        return x if self.head_major else x.transpose(1, 2)
+
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         self.dtype, self.device = key_states.dtype, key_states.device
         self.is_initialized = True
 
     def reserve(self, need: int, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        cap = 0 if self._k is None else self._k.shape[1]
+        dim = self._seq_dim
+        cap = 0 if self._k is None else self._k.shape[dim]
         if need <= cap:
             return
         cap = max(need, 2 * cap, 512)
-        b, h, _, dk = key_states.shape
-        k = key_states.new_empty((b, cap, h, dk))
-        v = value_states.new_empty((b, cap, value_states.shape[1], value_states.shape[3]))
-        if self.length and self._k is not None and self._v is not None:
-            k[:, : self.length].copy_(self._k[:, : self.length])
-            v[:, : self.length].copy_(self._v[:, : self.length])
-        self._k, self._v = k, v
+
+        def buffer(states: torch.Tensor, old: torch.Tensor | None) -> torch.Tensor:
+            shape = list(self._stored(states).shape)
+            shape[dim] = cap
+            new = states.new_empty(shape)
+            if self.length and old is not None:
+                new.narrow(dim, 0, self.length).copy_(old.narrow(dim, 0, self.length))
+            return new
+
+        self._k, self._v = buffer(key_states, self._k), buffer(value_states, self._v)
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
-        end = self.length + key_states.shape[-2]
-        self.reserve(end, key_states, value_states)
+        dim, new = self._seq_dim, key_states.shape[-2]
+        self.reserve(self.length + new, key_states, value_states)
         assert self._k is not None and self._v is not None
-        self._k[:, self.length : end].copy_(key_states.transpose(1, 2))
-        self._v[:, self.length : end].copy_(value_states.transpose(1, 2))
-        self.length = end
-        self.keys = self._k[:, :end].transpose(1, 2)
-        self.values = self._v[:, :end].transpose(1, 2)
+        self._k.narrow(dim, self.length, new).copy_(self._stored(key_states))
+        self._v.narrow(dim, self.length, new).copy_(self._stored(value_states))
+        self.length += new
+        self.keys = self._stored(self._k.narrow(dim, 0, self.length))
+        self.values = self._stored(self._v.narrow(dim, 0, self.length))
         return self.keys, self.values
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
@@ -131,31 +144,7 @@ class RowLayer(GrowingLayer):
     keys, caches too large for the CPU caches: 0.75 against 1.56 ms a call, benchmarks/decode_width.py).
     The layout changes no value: SDPA's result is bit-identical for either (tests/eval_run/test_decode_rows.py)."""
 
-    def reserve(self, need: int, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        cap = 0 if self._k is None else self._k.shape[2]
-        if need <= cap:
-            return
-        cap = max(need, 2 * cap, 512)
-        b, h, _, dk = key_states.shape
-        k = key_states.new_empty((b, h, cap, dk))
-        v = value_states.new_empty((b, value_states.shape[1], cap, value_states.shape[3]))
-        if self.length and self._k is not None and self._v is not None:
-            k[:, :, : self.length].copy_(self._k[:, :, : self.length])
-            v[:, :, : self.length].copy_(self._v[:, :, : self.length])
-        self._k, self._v = k, v
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-        end = self.length + key_states.shape[-2]
-        self.reserve(end, key_states, value_states)
-        assert self._k is not None and self._v is not None
-        self._k[:, :, self.length : end].copy_(key_states)
-        self._v[:, :, self.length : end].copy_(value_states)
-        self.length = end
-        self.keys = self._k[:, :, :end]
-        self.values = self._v[:, :, :end]
-        return self.keys, self.values
+    head_major = True
 
 
 class PrefixCache(Cache):
