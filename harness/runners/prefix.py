@@ -23,9 +23,10 @@ the part of a shared prefix past its last full chunk, is recomputed.
 
 The KV cache is one growing buffer per layer, stored [batch, seq, heads, dim] so that the prefix
 [:, :n] a chunk attends to has the same strides whatever the buffer's capacity; cutting it back is
-setting a length. No mask is built: the attention function registered here (`harness_prefix`)
-attends a chunk to the cached prefix without a mask and to itself causally, and merges the two by
-their log-sum-exp on CPU (lower-right causal attention elsewhere).
+setting a length (a decoding row's copy is head-major instead: RowLayer says why). No mask is built:
+the attention function registered here (`harness_prefix`) attends a chunk to the cached prefix
+without a mask and to itself causally, and merges the two by their log-sum-exp on CPU (lower-right
+causal attention elsewhere).
 
 Architectures with sliding-window, linear-attention or other non-full cache layers, or attention
 modules outside transformers' AttentionInterface, are refused (`PrefixEngine.supported` says why)
