@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError, require_at_least, require_at_most
+from harness.errors import UserError, require_above, require_at_least, require_at_most
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = REPO_ROOT / "assets" / "demo-base"
@@ -91,6 +91,9 @@ class DemoConfig:
     eval_args: list[str] = field(default_factory=list)
     progress: bool = False
     rope_samples: int = 2  # text windows for the RoPE diagnostic stage; 0 skips the stage
+    # The first mode trains at most this many minutes (train --max-minutes), the others as many steps
+    # as it reached: equal tokens, the paper's comparison, on whatever time a machine is lent for.
+    train_minutes: float | None = None
     rope_len: int = 512  # tokens per window
 
 
@@ -118,6 +121,7 @@ def validate(cfg: DemoConfig) -> tuple[list[int], list[str]]:
             ("--rope-len", cfg.rope_len, 2),
         )
     )
+    require_above((("--train-minutes", cfg.train_minutes, 0.0),))
     if not 0 <= cfg.long_share <= 1:
         raise UserError(f"--long-share {cfg.long_share:g} is outside [0, 1]: pass a share of documents, e.g. 0.35")
     from harness.validate import MAX_COUNT, MAX_TOKENS
@@ -244,8 +248,9 @@ def _check_stage_args(cfg: DemoConfig, tasks: list[str], out: Path) -> None:
     from harness.commands.train import job_from_args
 
     data = cfg.data or str(out / "data" / "corpus.jsonl")
-    for mode in cfg.modes:
-        job_from_args(_parsed(_train_argv(cfg, mode, data, out / "runs" / mode), "--train-arg"))
+    for i, mode in enumerate(cfg.modes):
+        minutes = cfg.train_minutes if i == 0 else None
+        job_from_args(_parsed(_train_argv(cfg, mode, data, out / "runs" / mode, None, minutes), "--train-arg"))
         check_args(
             _parsed(
                 _eval_argv(cfg, tasks, f"{out}/runs/{mode}/ckpt-*", mode, out / "results" / mode, 1, 1), "--eval-arg"
@@ -337,7 +342,9 @@ def _cli(argv: list[str]) -> None:
         raise UserError(f"`harness {' '.join(argv)}` exited with {rc}")
 
 
-def _train_argv(cfg: DemoConfig, mode: str, data: str, run_dir: Path) -> list[str]:
+def _train_argv(
+    cfg: DemoConfig, mode: str, data: str, run_dir: Path, steps: int | None = None, minutes: float | None = None
+) -> list[str]:
     argv = [
         "train",
         "--model",
@@ -351,7 +358,7 @@ def _train_argv(cfg: DemoConfig, mode: str, data: str, run_dir: Path) -> list[st
         "--window",
         str(cfg.window),
         "--steps",
-        str(cfg.steps),
+        str(cfg.steps if steps is None else steps),
         "--batch-size",
         str(cfg.batch_size),
         "--lr",
@@ -367,6 +374,8 @@ def _train_argv(cfg: DemoConfig, mode: str, data: str, run_dir: Path) -> list[st
     ]
     if cfg.rope_theta is not None:
         argv += ["--rope-theta", str(cfg.rope_theta)]
+    if minutes is not None:
+        argv += ["--max-minutes", str(minutes)]
     if not cfg.progress:
         argv.append("--no-progress")
     return argv + list(cfg.train_args)
@@ -724,6 +733,29 @@ def rope_caveat(cfg: DemoConfig, runs: list[dict]) -> str | None:
     return line + f"; the first token carries only {span} of it here, where the paper finds it dominant: {why}"
 
 
+def train_modes(cfg: DemoConfig, data: str, out: Path, announce) -> dict[str, Path]:
+    """Train each mode from cfg.model into out/runs/<mode>; returns {mode: run dir}. With
+    cfg.train_minutes the first mode trains at most that long and the others as many steps as it
+    reached, so every mode sees the same tokens."""
+    runs: dict[str, Path] = {}
+    steps = cfg.steps
+    for i, mode in enumerate(cfg.modes):
+        run_dir = out / "runs" / mode
+        minutes = cfg.train_minutes if i == 0 else None
+        budget = f"up to {steps} steps or {minutes:g} minutes of training" if minutes else f"{steps} steps"
+        announce(
+            f"train --mode {mode}: {budget} at window {cfg.window} in {cfg.dtype} from {cfg.model}, "
+            f"checkpoint every {cfg.save_every}, keep the last {cfg.keep_last} -> {run_dir}"
+        )
+        _cli(_train_argv(cfg, mode, data, run_dir, steps, minutes))
+        runs[mode] = run_dir
+        if minutes:
+            steps = _trained_steps(run_dir)
+            rest = f"; {', '.join(cfg.modes[1:])}: {steps} steps too (equal tokens)" if len(cfg.modes) > 1 else ""
+            print(f"  {mode} reached step {steps} in its {minutes:g} minutes{rest}", flush=True)
+    return runs
+
+
 def run_demo(cfg: DemoConfig) -> dict:
     """Train, evaluate, diagnose and render; returns {"runs": {mode: run_dir}, "results": {name: dir},
     "leaderboard": path, "rope": [diagnostic runs]}."""
@@ -754,19 +786,12 @@ def run_demo(cfg: DemoConfig) -> dict:
         flush=True,
     )
 
-    runs: dict[str, Path] = {}
-    for mode in cfg.modes:
+    def announce(text: str) -> None:
+        nonlocal k
         k += 1
-        run_dir = out / "runs" / mode
-        _stage(
-            k,
-            n,
-            f"train --mode {mode}: {cfg.steps} steps at window {cfg.window} in {cfg.dtype} from {cfg.model}, "
-            f"checkpoint every {cfg.save_every}, keep the last {cfg.keep_last} -> {run_dir}",
-            t0,
-        )
-        _cli(_train_argv(cfg, mode, data, run_dir))
-        runs[mode] = run_dir
+        _stage(k, n, text, t0)
+
+    runs = train_modes(cfg, data, out, announce)
 
     results: dict[str, Path] = {}
     if cfg.base:
@@ -893,6 +918,13 @@ def _last_checkpoint(run_dir: Path) -> Path:
     return max(done, key=lambda p: step_of(str(p)) or 0)
 
 
+def _trained_steps(run_dir: Path) -> int:
+    """Steps a finished run reached: its last checkpoint's (a --max-minutes run checkpoints where it stopped)."""
+    from harness.checkpoints import step_of
+
+    return step_of(str(_last_checkpoint(run_dir))) or 0
+
+
 def config_from_args(args: argparse.Namespace) -> DemoConfig:
     from tasks.registry import split_csv
 
@@ -925,4 +957,5 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         long_share=args.long_share,
         rope_samples=args.rope_samples,
         rope_len=args.rope_len,
+        train_minutes=args.train_minutes,
     )

@@ -402,6 +402,9 @@ def _load_state_file(path: Path) -> dict:
         raise ValueError("not a training state (keys missing)")
     if state["format"] != STATE_FORMAT:
         raise ValueError(f"state format {state['format']!r}, this version reads {STATE_FORMAT}")
+    seconds = state.get("train_seconds", 0.0)  # absent in states written before --max-minutes
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"):
+        raise ValueError(f"train_seconds {seconds!r} is not a number of seconds")
     return state
 
 
@@ -508,7 +511,8 @@ class CheckpointManager:
         self.signature = signature
         self.total_steps = job.schedule.steps
         self.state_every = job.checkpoint.save_state_every
-        self.ckpt_steps = checkpoint_steps(job.schedule.steps, job.checkpoint.save_every, job.checkpoint.keep_last)
+        self._save_every, self._keep_last = job.checkpoint.save_every, job.checkpoint.keep_last
+        self.ckpt_steps = checkpoint_steps(job.schedule.steps, self._save_every, self._keep_last)
         self.weights_dtype = "bfloat16" if job.model.dtype == "bf16" else None
         self.written: list[str] = []
         self._report = report
@@ -521,12 +525,13 @@ class CheckpointManager:
 
     # ---- resume
 
-    def resume(self, model, optimizer, scheduler) -> tuple[int, dict, str | None]:
-        """Load the newest state into model/optimizer/scheduler/RNG: (step, data position, state dir)."""
+    def resume(self, model, optimizer, scheduler) -> tuple[int, dict, str | None, float]:
+        """Load the newest state into model/optimizer/scheduler/RNG: (step, data position, state dir,
+        seconds of training behind it)."""
         warn = (lambda line: print(line, file=sys.stderr)) if self.is_main else None
         state = load_latest_state(self.run_dir, report=warn)
         if state is None:
-            return 0, {"epoch": 0, "index": 0}, None
+            return 0, {"epoch": 0, "index": 0}, None, 0.0
         if state["signature"] != self.signature:
             diff = [k for k in state["signature"] if state["signature"][k] != self.signature.get(k)]
             raise UserError(
@@ -537,12 +542,30 @@ class CheckpointManager:
         scheduler.load_state_dict(state["scheduler"])
         rng = state["rng"]
         set_rng_state(rng[self.ctx.rank] if isinstance(rng, list) else rng)
-        return state["step"], state["data"], state["path"]
+        return state["step"], state["data"], state["path"], float(state.get("train_seconds", 0.0))
 
     # ---- saving
 
-    def on_step(self, step: int, model, optimizer, scheduler, tokenizer, meta: dict, stream_position: dict) -> None:
-        """After optimizer step `step`: the checkpoint and/or state the schedule asks for."""
+    def end_at(self, step: int) -> None:
+        """The run ends at `step` instead of at --steps (its time ran out): the save schedule becomes
+        the one of a run of `step` steps, so this step gets a checkpoint and the state."""
+        self.total_steps = step
+        self.ckpt_steps = checkpoint_steps(step, self._save_every, self._keep_last)
+
+    def on_step(
+        self,
+        step: int,
+        model,
+        optimizer,
+        scheduler,
+        tokenizer,
+        meta: dict,
+        stream_position: dict,
+        train_seconds: float = 0.0,
+    ) -> None:
+        """After optimizer step `step`: the checkpoint and/or state the schedule asks for.
+        `train_seconds` (training time up to this step, over every resume) goes into the state, so a
+        resumed --max-minutes run spends only what is left of its budget."""
         if step in self.ckpt_steps:
             weights = self.ctx.full_state_dict(model)  # a collective under FSDP: every rank calls it
             if self.is_main:
@@ -552,7 +575,12 @@ class CheckpointManager:
                 self.written.append(str(path))
         every = self.state_every
         if (every and step % every == 0) or step == self.total_steps:
-            payload = {"signature": self.signature, "scheduler": scheduler.state_dict(), "data": stream_position}
+            payload = {
+                "signature": self.signature,
+                "scheduler": scheduler.state_dict(),
+                "data": stream_position,
+                "train_seconds": float(train_seconds),
+            }
             rngs = self.ctx.gather_objects(rng_state())
             payload.update(self.ctx.full_train_state(model, optimizer))
             if self.is_main:

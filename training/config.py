@@ -84,6 +84,10 @@ class ScheduleConfig:
     """Optimizer steps to run (paper: 2000)."""
     warmup: int = 0
     """Linear warmup steps from 0 to lr; constant afterwards (paper: constant lr)."""
+    max_minutes: float | None = None
+    """Stop after the first step that ends this many minutes of training (summed over resumes; model
+    loading not counted) and checkpoint there; `steps` stays the upper bound. None: no limit. The lr
+    schedule is warmup-then-constant, so stopping early trains exactly what a shorter --steps would."""
 
 
 @dataclass

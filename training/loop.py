@@ -342,6 +342,9 @@ def _validate(job: TrainJob) -> None:
     d = job.data
     if job.schedule.steps < 1:
         raise UserError(f"--steps {job.schedule.steps} must be at least 1")
+    minutes = job.schedule.max_minutes
+    if minutes is not None and not 0 < minutes < float("inf"):
+        raise UserError(f"--max-minutes {minutes:g} must be a positive number of minutes")
     if d.batch_size < 1 or d.grad_accum < 1:
         raise UserError("--batch-size and --grad-accum must be at least 1")
     if d.window < 16:
@@ -500,12 +503,22 @@ def _train(job: TrainJob, *, pipeline, ctx, progress, stop_after, grad_hook) -> 
 
     manager = ck.CheckpointManager(run_dir, job, ctx, signature=_resume_signature(job, ctx.world))
     manager.recover()
-    start_step, stream_pos, state_dir = manager.resume(model, optimizer, scheduler)
-    if start_step >= total:
+    start_step, stream_pos, state_dir, spent = manager.resume(model, optimizer, scheduler)
+    budget = None if job.schedule.max_minutes is None else 60.0 * job.schedule.max_minutes
+    out_of_time = budget is not None and start_step > 0 and spent >= budget
+    if start_step >= total or out_of_time:
         if is_main:
-            print(f"{run_dir}: already trained to step {start_step}; nothing to do")
+            why = f" (its --max-minutes {job.schedule.max_minutes:g} were spent: {spent:.0f}s)" if out_of_time else ""
+            print(f"{run_dir}: already trained to step {start_step}{why}; nothing to do")
         last = _last_logged_loss(run_dir, start_step)
-        return {"steps": start_step, "losses": [], "checkpoints": [], "resumed_from": start_step, "last_loss": last}
+        return {
+            "steps": start_step,
+            "losses": [],
+            "checkpoints": [],
+            "resumed_from": start_step,
+            "last_loss": last,
+            "stopped_early": out_of_time and start_step < total,
+        }
     if state_dir is not None and is_main:
         print(f"resumed from step {start_step} (state {state_dir})")
 
@@ -526,13 +539,26 @@ def _train(job: TrainJob, *, pipeline, ctx, progress, stop_after, grad_hook) -> 
     log = StepLog(run_dir, total_steps=total, start_step=start_step, enabled=is_main, progress=progress)
     losses: list[float] = []
     step = start_step
+    stopped_early = False
+    started = _clock()
     model.train()
     try:
         for step in range(start_step + 1, total + 1):
             row = stepper.step(step, stream, grad_hook)
             log.write(row)
             losses.append(row["loss"])
-            manager.on_step(step, model, optimizer, scheduler, tokenizer, meta, stream.position())
+            seconds = spent + _clock() - started
+            if budget is not None and step < total and _time_is_up(ctx, seconds >= budget):
+                manager.end_at(step)  # this step gets the checkpoint and the state a last step gets
+                stopped_early = True
+            manager.on_step(step, model, optimizer, scheduler, tokenizer, meta, stream.position(), seconds)
+            if stopped_early:
+                if is_main:
+                    print(
+                        f"stopped at step {step} of {total}: --max-minutes {job.schedule.max_minutes:g} reached "
+                        f"after {seconds:.0f}s of training"
+                    )
+                break
             if stop_after is not None and step >= stop_after:
                 break
         manager.finish()
@@ -544,4 +570,13 @@ def _train(job: TrainJob, *, pipeline, ctx, progress, stop_after, grad_hook) -> 
         "checkpoints": manager.written,
         "resumed_from": start_step,
         "last_loss": losses[-1] if losses else None,
+        "stopped_early": stopped_early,
     }
+
+
+_clock = time.monotonic  # --max-minutes' clock (tests drive a fake one)
+
+
+def _time_is_up(ctx, mine: bool) -> bool:
+    """Every rank stops at the same step: the time is up when it is up on any rank's clock."""
+    return ctx.all_reduce_sum(int(mine)) > 0

@@ -66,6 +66,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--steps", type=int, default=d.steps, help=f"optimizer steps per run (default {d.steps})")
     g.add_argument(
+        "--train-minutes",
+        type=float,
+        metavar="M",
+        help="the first mode trains at most M minutes of --steps, the others as many steps as it reached "
+        "(equal tokens; e.g. for a GPU lent for an hour)",
+    )
+    g.add_argument(
         "--save-every",
         type=int,
         default=d.save_every,

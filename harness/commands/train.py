@@ -64,6 +64,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("optimization")
     g.add_argument("--steps", type=int, required=True, help="optimizer steps")
     g.add_argument(
+        "--max-minutes",
+        type=float,
+        metavar="M",
+        help="stop after the first step that ends M minutes of training (model loading not counted; summed over "
+        "resumes) and checkpoint there; --steps stays the upper bound",
+    )
+    g.add_argument(
         "--batch-size", type=int, default=1, help="windows per micro-batch per data-parallel rank (default 1)"
     )
     g.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step (default 1)")
@@ -125,7 +132,9 @@ def job_from_args(args):
             ("--betas", args.betas[1], 0.0),
         )
     )
-    require_above((("--lr", args.lr, 0.0), ("--rope-theta", args.rope_theta, 0.0)))
+    require_above(
+        (("--lr", args.lr, 0.0), ("--rope-theta", args.rope_theta, 0.0), ("--max-minutes", args.max_minutes, 0.0))
+    )
     require_at_most(
         (
             ("--window", args.window, MAX_TOKENS),
@@ -177,7 +186,7 @@ def job_from_args(args):
             betas=tuple(args.betas),
             max_grad_norm=args.max_grad_norm or None,
         ),
-        schedule=ScheduleConfig(steps=args.steps, warmup=args.warmup),
+        schedule=ScheduleConfig(steps=args.steps, warmup=args.warmup, max_minutes=args.max_minutes),
         checkpoint=CheckpointConfig(
             save_every=args.save_every, keep_last=args.keep_last or None, save_state_every=args.save_state_every
         ),
@@ -200,8 +209,9 @@ def run(args) -> int:
             dist.close()
     if dist is None or dist.rank == 0:
         last = summary.get("last_loss")  # a finished run re-run reports its logged loss
+        cut = f" of {job.schedule.steps}, stopped by --max-minutes" if summary.get("stopped_early") else ""
         print(
-            f"trained {job.out} to step {summary['steps']} "
+            f"trained {job.out} to step {summary['steps']}{cut} "
             f"(last loss {'unknown' if last is None else f'{last:.4f}'}); "
             f"checkpoints: {', '.join(summary['checkpoints']) or 'none new'}"
         )

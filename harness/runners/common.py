@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness.errors import UserError
@@ -151,6 +152,28 @@ def prompt_ids(tokenizer, prompt: str) -> list[int]:
     bos = tokenizer.bos_token
     add = not (bos and prompt.startswith(bos))
     return tokenizer(prompt, add_special_tokens=add)["input_ids"]
+
+
+CHARS_PER_CALL = 1 << 22  # ~1M tokens of text per tokenizer call: its transient encodings stay ~100 MB
+
+
+def prompts_ids(tokenizer, prompts: list[str], chars_per_call: int = CHARS_PER_CALL) -> Iterator[list[int]]:
+    """prompt_ids of each prompt, in order, several prompts to a tokenizer call: a fast tokenizer
+    encodes one call's texts in parallel on every core, where one prompt a call uses one (measured on
+    SmolLM2's tokenizer: 0.05 s a 32K prompt, 20 s of a 396-sample RULER run). The ids are the same."""
+    chunk: list[str] = []
+    size, add = 0, True
+    for prompt in prompts:
+        bos = tokenizer.bos_token
+        this = not (bos and prompt.startswith(bos))
+        if chunk and (this != add or size + len(prompt) > chars_per_call):
+            yield from tokenizer(chunk, add_special_tokens=add)["input_ids"]
+            chunk, size = [], 0
+        chunk.append(prompt)
+        size += len(prompt)
+        add = this
+    if chunk:
+        yield from tokenizer(chunk, add_special_tokens=add)["input_ids"]
 
 
 def encode_pair(tokenizer, eos_id: int | None, context: str, continuation: str) -> tuple[list[int], list[int]]:

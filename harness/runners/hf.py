@@ -45,7 +45,7 @@ from harness.runners.common import (
     cpu_threads_hint,
     cut_at_stop,
     encode_pair,
-    prompt_ids,
+    prompts_ids,
     rope_override_dict,
 )
 from harness.runners.registry import register_runner
@@ -224,7 +224,7 @@ class HFRunner:
         among their users. Per-request facts (prompt tokens, reused tokens) go to `self.sample_stats`."""
         # 4 bytes per token (a list holds a 28-byte int object per token): a call may carry every
         # sample of a (task, length), 500 prompts of 128K tokens.
-        encoded = [array("i", prompt_ids(self.tokenizer, r.prompt)) for r in requests]
+        encoded = [array("i", ids) for ids in prompts_ids(self.tokenizer, [r.prompt for r in requests])]
         for r, ids in zip(requests, encoded):
             if len(ids) + r.max_new_tokens > self.max_model_len:
                 raise UserError(

@@ -30,7 +30,7 @@ from harness.runners.common import (
     context_length,
     cut_at_stop,
     encode_pair,
-    prompt_ids,
+    prompts_ids,
     rope_override_dict,
 )
 from harness.runners.registry import register_runner
@@ -121,7 +121,7 @@ class VLLMRunner:
         self.sample_stats = {}
         if not requests:
             return []
-        encoded = [prompt_ids(self.tokenizer, r.prompt) for r in requests]
+        encoded = list(prompts_ids(self.tokenizer, [r.prompt for r in requests]))
         for r, ids in zip(requests, encoded):
             self._check_fits(len(ids), r.max_new_tokens)
         # Shared prefixes next to each other: the prefix cache holds a prompt's blocks when the next

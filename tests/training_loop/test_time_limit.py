@@ -1,0 +1,98 @@
+"""`harness train --max-minutes`: stop at the step where the time runs out, checkpoint there, resume
+with only what is left of the budget.
+
+A fake clock drives the loop (each reading 60 s after the last), so where the run stops is exact.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from .helpers import small_job
+
+
+@pytest.fixture
+def minute_clock(monkeypatch):
+    """--max-minutes' clock: every reading is one minute after the previous one."""
+    from training import loop
+
+    ticks = itertools.count(0.0, 60.0)
+    monkeypatch.setattr(loop, "_clock", lambda: next(ticks))
+
+
+def _weights(path):
+    from safetensors.torch import load_file
+
+    return load_file(str(path / "model.safetensors"))
+
+
+def test_stops_where_time_runs_out_and_equals_a_shorter_run(tiny_llama_dir, run_job, tmp_path, minute_clock):
+    # Readings: start 0, after step 1 at 60 s, step 2 at 120 s, step 3 at 180 s >= 2.5 min: stop after step 3.
+    job = small_job(tiny_llama_dir, tmp_path / "timed", steps=10, save_every=4, keep_last=2, max_minutes=2.5)
+    summary = run_job(job)
+    assert summary["stopped_early"] and summary["steps"] == 3 and len(summary["losses"]) == 3
+    run = tmp_path / "timed"
+    assert sorted(p.name for p in run.iterdir() if p.name.startswith("ckpt-")) == ["ckpt-3"]
+    assert (run / "state" / "step-3" / "state.pt").is_file()
+    # The lr schedule is warmup-then-constant: stopping at 3 trains exactly what --steps 3 does.
+    plain = run_job(small_job(tiny_llama_dir, tmp_path / "plain", steps=3, save_every=4, keep_last=2))
+    assert plain["losses"] == summary["losses"]
+    a, b = _weights(run / "ckpt-3"), _weights(tmp_path / "plain" / "ckpt-3")
+    assert a.keys() == b.keys() and all(bool((a[k] == b[k]).all()) for k in a)
+
+
+def test_rerun_after_the_budget_is_spent_does_nothing_and_a_larger_budget_goes_on(
+    tiny_llama_dir, run_job, tmp_path, minute_clock
+):
+    from training.checkpointing import load_latest_state
+
+    run = tmp_path / "run"
+    first = run_job(small_job(tiny_llama_dir, run, steps=10, save_every=4, keep_last=2, max_minutes=1.5))
+    assert first["steps"] == 2 and first["stopped_early"]
+    assert load_latest_state(run)["train_seconds"] == 120.0
+    again = run_job(small_job(tiny_llama_dir, run, steps=10, save_every=4, keep_last=2, max_minutes=1.5))
+    assert again["losses"] == [] and again["steps"] == 2 and again["stopped_early"]
+    # 3.5 minutes in all: 120 s spent, then steps 3 and 4 at 60 s each reach 240 s >= 210 s.
+    more = run_job(small_job(tiny_llama_dir, run, steps=10, save_every=4, keep_last=2, max_minutes=3.5))
+    assert more["resumed_from"] == 2 and more["steps"] == 4 and len(more["losses"]) == 2
+    assert load_latest_state(run)["train_seconds"] == 240.0
+    # Without a limit it runs to --steps; the schedule's last two checkpoints stay.
+    rest = run_job(small_job(tiny_llama_dir, run, steps=10, save_every=4, keep_last=2))
+    assert rest["steps"] == 10 and not rest["stopped_early"]
+    assert sorted(p.name for p in run.iterdir() if p.name.startswith("ckpt-")) == ["ckpt-10", "ckpt-8"]
+
+
+def test_a_budget_longer_than_the_run_changes_nothing(tiny_llama_dir, run_job, tmp_path, minute_clock):
+    summary = run_job(small_job(tiny_llama_dir, tmp_path / "run", steps=3, save_every=2, keep_last=2, max_minutes=60))
+    assert summary["steps"] == 3 and not summary["stopped_early"]
+    assert sorted(p.name for p in (tmp_path / "run").iterdir() if p.name.startswith("ckpt-")) == ["ckpt-2", "ckpt-3"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_max_minutes_must_be_positive(value, capsys):
+    from harness.cli import main
+
+    argv = ["train", "--model", "m", "--data", "d.jsonl", "--out", "o", "--mode", "anchor", "--window", "64"]
+    try:  # a value that is no finite number stops argparse (exit 2); one out of range is a UserError
+        code = main(argv + ["--steps", "2", "--max-minutes", value])
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and "--max-minutes" in err and value in err, err
+
+
+def test_state_with_a_bad_train_seconds_is_unreadable(tmp_path):
+    import torch
+
+    from training.checkpointing import STATE_FORMAT, _load_state_file
+
+    base = dict.fromkeys(("step", "signature", "model", "optimizer", "scheduler", "rng", "data"), 0)
+    for bad in (-1.0, float("nan"), "12", True):
+        path = tmp_path / "state.pt"
+        torch.save({**base, "format": STATE_FORMAT, "train_seconds": bad}, path)
+        with pytest.raises(ValueError, match="train_seconds"):
+            _load_state_file(path)
+    torch.save({**base, "format": STATE_FORMAT}, path)  # states from before the limit still load
+    assert "train_seconds" not in _load_state_file(path)
