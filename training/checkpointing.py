@@ -512,7 +512,11 @@ class CheckpointManager:
         self.total_steps = job.schedule.steps
         self.state_every = job.checkpoint.save_state_every
         self._save_every, self._keep_last = job.checkpoint.save_every, job.checkpoint.keep_last
-        self.ckpt_steps = checkpoint_steps(job.schedule.steps, self._save_every, self._keep_last)
+        # A run with --max-minutes cannot know where it will stop: it checkpoints at every multiple of
+        # save_every and keeps the newest keep_last on disk as it goes (end_at adds the step it stops at).
+        self.timed = job.schedule.max_minutes is not None
+        keep = None if self.timed else self._keep_last
+        self.ckpt_steps = checkpoint_steps(job.schedule.steps, self._save_every, keep)
         self.weights_dtype = "bfloat16" if job.model.dtype == "bf16" else None
         self.written: list[str] = []
         self._report = report
@@ -573,6 +577,9 @@ class CheckpointManager:
                     self.run_dir, step, model, tokenizer, meta, state_dict=weights, dtype=self.weights_dtype
                 )
                 self.written.append(str(path))
+                if self.timed and self._keep_last:
+                    kept = [s for s, _ in list_checkpoints(self.run_dir) if s in self.ckpt_steps]
+                    prune_checkpoints(self.run_dir, kept[-self._keep_last :])
         every = self.state_every
         if (every and step % every == 0) or step == self.total_steps:
             payload = {

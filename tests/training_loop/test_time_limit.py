@@ -43,6 +43,20 @@ def test_stops_where_time_runs_out_and_equals_a_shorter_run(tiny_llama_dir, run_
     assert a.keys() == b.keys() and all(bool((a[k] == b[k]).all()) for k in a)
 
 
+def test_a_timed_run_keeps_the_newest_checkpoints_before_where_it_stopped(
+    tiny_llama_dir, run_job, tmp_path, minute_clock
+):
+    # Stops after step 5 (300 s >= 4.5 min); every step is a multiple of 1, the newest 3 stay.
+    run = tmp_path / "run"
+    summary = run_job(small_job(tiny_llama_dir, run, steps=50, save_every=1, keep_last=3, max_minutes=4.5))
+    assert summary["steps"] == 5
+    assert sorted(p.name for p in run.iterdir() if p.name.startswith("ckpt-")) == ["ckpt-3", "ckpt-4", "ckpt-5"]
+    # save_every 2: multiples 2 and 4 were written as it went, 5 where it stopped; the newest 2 stay.
+    other = tmp_path / "other"
+    run_job(small_job(tiny_llama_dir, other, steps=50, save_every=2, keep_last=2, max_minutes=4.5))
+    assert sorted(p.name for p in other.iterdir() if p.name.startswith("ckpt-")) == ["ckpt-4", "ckpt-5"]
+
+
 def test_rerun_after_the_budget_is_spent_does_nothing_and_a_larger_budget_goes_on(
     tiny_llama_dir, run_job, tmp_path, minute_clock
 ):
