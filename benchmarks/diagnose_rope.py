@@ -205,7 +205,7 @@ def build_model_from_state(size, vocab, seq_len, state, dtype, device):
     model.load_state_dict({k: v.to(dtype) for k, v in state.items()})
     # Buffers (rotary inv_freq) are not in the state dict: recompute them on the device.
     rotary = model.model.rotary_emb
-    inv_freq, _ = rotary.compute_default_rope_parameters(config, device=device)
+    inv_freq, _ = rotary.compute_default_rope_parameters(config)  # float32 on the CPU; moved below
     rotary.inv_freq = inv_freq.to(device)
     rotary.original_inv_freq = inv_freq.to(device)
     return model.eval()
