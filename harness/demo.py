@@ -91,10 +91,10 @@ class DemoConfig:
     eval_args: list[str] = field(default_factory=list)
     progress: bool = False
     rope_samples: int = 2  # text windows for the RoPE diagnostic stage; 0 skips the stage
+    rope_len: int = 512  # tokens per window
     # The first mode trains at most this many minutes (train --max-minutes), the others as many steps
     # as it reached: equal tokens, the paper's comparison, on whatever time a machine is lent for.
     train_minutes: float | None = None
-    rope_len: int = 512  # tokens per window
 
 
 def _stage(k: int, n: int, text: str, t0: float) -> None:

@@ -580,6 +580,7 @@ class CheckpointManager:
                 if self.timed and self._keep_last:
                     kept = [s for s, _ in list_checkpoints(self.run_dir) if s in self.ckpt_steps]
                     prune_checkpoints(self.run_dir, kept[-self._keep_last :])
+                    self.written = [p for p in self.written if Path(p).is_dir()]
         every = self.state_every
         if (every and step % every == 0) or step == self.total_steps:
             payload = {

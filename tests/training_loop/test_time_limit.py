@@ -7,6 +7,7 @@ A fake clock drives the loop (each reading 60 s after the last), so where the ru
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -50,6 +51,7 @@ def test_a_timed_run_keeps_the_newest_checkpoints_before_where_it_stopped(
     run = tmp_path / "run"
     summary = run_job(small_job(tiny_llama_dir, run, steps=50, save_every=1, keep_last=3, max_minutes=4.5))
     assert summary["steps"] == 5
+    assert [Path(p).name for p in summary["checkpoints"]] == ["ckpt-3", "ckpt-4", "ckpt-5"]  # the pruned not named
     assert sorted(p.name for p in run.iterdir() if p.name.startswith("ckpt-")) == ["ckpt-3", "ckpt-4", "ckpt-5"]
     # save_every 2: multiples 2 and 4 were written as it went, 5 where it stopped; the newest 2 stay.
     other = tmp_path / "other"
