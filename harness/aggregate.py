@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -671,11 +670,12 @@ def results_from_store(
     ckpts = checkpoints_from_records(records)
     current = {c["fingerprint"] for c in ckpts}
     used = _latest_settings([r for r in records if r["checkpoint"]["fingerprint"] in current])
-    paths = [c["path"] for c in ckpts]
-    parents = {os.path.dirname(p) for p in paths}
+    from harness.checkpoints import model_of, step_of
+
+    models = {model_of(c["path"], step_of(c["path"])) for c in ckpts}
     run = {
         "name": _merged([r.get("run") for r in used]),
-        "model": parents.pop() if len(parents) == 1 else None,
+        "model": models.pop() if len(models) == 1 else None,
         "mode": None,
         "checkpoints": ckpts,
     }

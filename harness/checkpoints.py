@@ -41,9 +41,11 @@ from pathlib import Path
 from harness.errors import UserError
 
 _RANGE = re.compile(r"<\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*>", re.ASCII)
-# The step is a trailing integer after a separator or a checkpoint word: ckpt-2000, checkpoint_500,
-# global_step2000; not the digits of a model name such as gpt2 or Llama-2-7b.
-_TRAILING_INT = re.compile(r"(?:^|[-_.]|step|ckpt|checkpoint)(\d+)$", re.IGNORECASE | re.ASCII)
+# The step is a trailing integer after a checkpoint word (ckpt-2000, checkpoint_500, global_step2000,
+# step143000, iter_0001000) or a whole name of digits; not the digits a model's name ends in, such as
+# gpt2, Mistral-7B-v0.1 or SmolLM2-135M-Instruct.Q4_1 (which would make a base model "step 1" of a run
+# named after its parent folder).
+_TRAILING_INT = re.compile(r"(?:^|(?:ckpt|checkpoint|step|iter)[-_.]?)(\d+)$", re.IGNORECASE | re.ASCII)
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*(@[\w./-]+)?$")
 _GLOB_CHARS = set("*?[")
 _CHUNK = 1 << 20
@@ -314,6 +316,12 @@ def _read_training(path: Path) -> dict | None:
     return data
 
 
+def model_of(path: str, step: int | None) -> str:
+    """The model a checkpoint belongs to (results' run.model): a training run's folder for its
+    ckpt-<step>, else the folder itself."""
+    return (os.path.dirname(path) or ".") if step is not None else path
+
+
 def load_checkpoint(path: str) -> Checkpoint:
     """A local directory -> Checkpoint (UserError when it is not a loadable model)."""
     p = Path(path)
@@ -325,8 +333,7 @@ def load_checkpoint(path: str) -> Checkpoint:
         fingerprint=fingerprint(p),
         training=_read_training(p),
         local=True,
-        # the model itself: a training run's folder for its ckpt-N, else the folder
-        model=(os.path.dirname(norm) or ".") if step is not None else norm,
+        model=model_of(norm, step),
     )
 
 

@@ -129,6 +129,10 @@ def test_step_of():
     assert step_of("global_step2000") == 2000
     assert step_of("gpt2") is None
     assert step_of("Llama-2-7b-hf") is None
+    assert step_of("iter_0001000") == 1000 and step_of("runs/a/2000") == 2000 and step_of("step-3") == 3
+    # Model names that end in digits after a separator are models, not step N of their parent folder.
+    for name in ("Mistral-7B-v0.1", "SmolLM2-135M-Instruct.Q4_1", "models/qwen_2", "opt-1.3"):
+        assert step_of(name) is None, name
 
 
 def test_fingerprint_follows_content_not_path_or_mtime(tmp_path):

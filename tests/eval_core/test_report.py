@@ -131,6 +131,20 @@ def test_report_reaggregates_a_store(tmp_path, capsys):
     assert "effective length 4K (threshold 70)" in capsys.readouterr().out
 
 
+def test_report_names_a_plain_model_folder_not_its_parent(tmp_path, capsys):
+    """A base model whose name ends in digits (SmolLM2's GGUF folder ends in "Q4_1") is the model
+    itself, not "step 1" of a run named after the folder it sits in; a run's ckpt-N stays a step."""
+    base = {"path": "runs/demo/models/SmolLM2-135M-Instruct.Q4_1", "step": 1, "fingerprint": "fpb"}  # as stored before
+    store = ResultStore(tmp_path / "b" / "samples.jsonl")
+    store.append(make_records(ckpts=[base]))
+    assert main(["report", str(tmp_path / "b")]) == 0
+    assert "model runs/demo/models/SmolLM2-135M-Instruct.Q4_1 ·" in capsys.readouterr().out
+    store = ResultStore(tmp_path / "r" / "samples.jsonl")
+    store.append(make_records())
+    assert main(["report", str(tmp_path / "r")]) == 0
+    assert "model runs/r ·" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("content", [None, "not json at all", '{"hello": 1}', '{"schema_version": 7, "suites": {}}'])
 def test_report_unreadable_file_exits_2_with_one_line(tmp_path, capsys, content):
     path = tmp_path / "results.json"
