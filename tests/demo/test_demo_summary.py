@@ -73,7 +73,14 @@ def test_caveats_name_dtype_long_document_share_and_scale(tmp_path):
     assert "71% of the training tokens sit in the 300 documents that span the 2048-token window" in text
     assert "median 700 tokens, 90th percentile 3000" in text
     assert "weak evidence about the paper's 7B/64K result" in text
+    # 200 steps of 1 x 2048 = 409,600 tokens: 0.04% of the paper's 1.05B
+    assert "scale: 200 steps of 1 x 2048 tokens (0.4M tokens) per mode, 0.04% of the paper's" in text
+    assert "the diagnostic above measures that" in text
     assert "why anchor does not win" not in text  # it won
+    timed = DemoConfig(window=32768, rope_samples=0)
+    text = "\n".join(_caveats(timed, _stats(0.71), True, "", win, steps=146))
+    assert "scale: 146 steps of 1 x 32768 tokens (4.8M tokens) per mode, 0.46% of the paper's" in text
+    assert "(not measured in this run: --rope-samples 0)" in text
 
 
 def test_caveats_give_the_known_reasons_when_anchor_does_not_win(tmp_path):
