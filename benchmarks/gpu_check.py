@@ -309,10 +309,14 @@ def _decode_width_rows(rows: Rows, runner, groups: dict[int, list], cuda: bool) 
             return
         ids = list(prompt_ids(runner.tokenizer, groups[length][0].prompt))
         (_, one), (_, many) = time_widths(runner, ids, [1, DECODE_ROWS], steps=16 if cuda else 4)
+        # The step times and layer count: the engine calls attention once per row and layer, which a GPU
+        # runs launch-bound (SmolLM2's 30 layers, 8 rows: ~39 ms a step on an H200, RESULTS.md).
+        layers = runner.model.config.get_text_config().num_hidden_layers
         rows.add(
             "runner",
             f"decode width 1 vs {DECODE_ROWS}, L={length}",
-            f"{1 / one:,.0f} vs {DECODE_ROWS / many:,.0f} tok/s = x{one * DECODE_ROWS / many:.2f}",
+            f"{1 / one:,.0f} vs {DECODE_ROWS / many:,.0f} tok/s = x{one * DECODE_ROWS / many:.2f}; "
+            f"{1000 * one:.1f} / {1000 * many:.1f} ms a step, {layers} layers",
             "measured",
         )
 
