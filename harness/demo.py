@@ -249,7 +249,7 @@ def _check_stage_args(cfg: DemoConfig, tasks: list[str], out: Path) -> None:
 
     data = cfg.data or str(out / "data" / "corpus.jsonl")
     for i, mode in enumerate(cfg.modes):
-        minutes = cfg.train_minutes if i == 0 else None
+        minutes = _minutes_for(cfg, i)
         job_from_args(_parsed(_train_argv(cfg, mode, data, out / "runs" / mode, None, minutes), "--train-arg"))
         check_args(
             _parsed(
@@ -660,7 +660,12 @@ def verdict(name: str, baseline: str, cells: list, labels: list[str]) -> str:
     return f"{name} and {baseline} TIE here: {where} contains 0, so this run cannot tell them apart."
 
 
-PAPER_TOKENS = 2000 * 8 * 65536  # the paper's 64K run: 2000 steps of 8 windows (training/config.py)
+def _paper_tokens() -> int:
+    """Training tokens of the paper's 64K run, as training/config.py defines it (2000 steps of 8 x 64K)."""
+    from training.config import paper_anchor_64k
+
+    job = paper_anchor_64k("", [], "")
+    return job.schedule.steps * job.data.batch_size * job.data.grad_accum * job.data.window
 
 
 def _caveats(
@@ -688,7 +693,7 @@ def _caveats(
         ),
         (
             f"scale: {steps} steps of {cfg.batch_size} x {cfg.window} tokens ({tokens / 1e6:.1f}M tokens) per mode, "
-            f"{tokens / PAPER_TOKENS:.2%} of the paper's 2000 steps of 8 x 64K on LLaMA-2-7B: RULER differences at "
+            f"{tokens / _paper_tokens():.2%} of the paper's 2000 steps of 8 x 64K on LLaMA-2-7B: RULER differences at "
             "this scale are weak evidence about the paper's 7B/64K result; the bf16 deviation (the RoPE "
             "diagnostic) is the part of the paper that does not depend on scale"
         ),
@@ -747,15 +752,20 @@ def rope_caveat(cfg: DemoConfig, runs: list[dict]) -> str | None:
     return line + f"; the first token carries only {span} of it here, where the paper finds it dominant: {why}"
 
 
-def train_modes(cfg: DemoConfig, data: str, out: Path, announce) -> dict[str, Path]:
-    """Train each mode from cfg.model into out/runs/<mode>; returns {mode: run dir}. With
-    cfg.train_minutes the first mode trains at most that long and the others as many steps as it
-    reached, so every mode sees the same tokens."""
+def _minutes_for(cfg: DemoConfig, i: int) -> float | None:
+    """--train-minutes applies to the first mode only; the others train as many steps as it reached."""
+    return cfg.train_minutes if i == 0 else None
+
+
+def train_modes(cfg: DemoConfig, data: str, out: Path, announce) -> tuple[dict[str, Path], int]:
+    """Train each mode from cfg.model into out/runs/<mode>; returns ({mode: run dir}, steps each
+    trained). With cfg.train_minutes the first mode trains at most that long and the others as many
+    steps as it reached, so every mode sees the same tokens."""
     runs: dict[str, Path] = {}
     steps = cfg.steps
     for i, mode in enumerate(cfg.modes):
         run_dir = out / "runs" / mode
-        minutes = cfg.train_minutes if i == 0 else None
+        minutes = _minutes_for(cfg, i)
         budget = f"up to {steps} steps or {minutes:g} minutes of training" if minutes else f"{steps} steps"
         announce(
             f"train --mode {mode}: {budget} at window {cfg.window} in {cfg.dtype} from {cfg.model}, "
@@ -767,7 +777,7 @@ def train_modes(cfg: DemoConfig, data: str, out: Path, announce) -> dict[str, Pa
             steps = _trained_steps(run_dir)
             rest = f"; {', '.join(cfg.modes[1:])}: {steps} steps too (equal tokens)" if len(cfg.modes) > 1 else ""
             print(f"  {mode} reached step {steps} in its {minutes:g} minutes{rest}", flush=True)
-    return runs
+    return runs, steps
 
 
 def run_demo(cfg: DemoConfig) -> dict:
@@ -805,7 +815,7 @@ def run_demo(cfg: DemoConfig) -> dict:
         k += 1
         _stage(k, n, text, t0)
 
-    runs = train_modes(cfg, data, out, announce)
+    runs, steps = train_modes(cfg, data, out, announce)
 
     results: dict[str, Path] = {}
     if cfg.base:
@@ -890,7 +900,6 @@ def run_demo(cfg: DemoConfig) -> dict:
         print(f"- {verdict(name, baseline or '', cells, labels)}")
     # The measurement behind DTYPE_MEASURED is the shipped demo model's on CPU: said of that model only.
     dtype_note = f" ({DTYPE_MEASURED})" if cfg.dtype == "bf16" and Path(cfg.model) == DEFAULT_MODEL else ""
-    steps = _trained_steps(next(iter(runs.values()))) if runs else None
     lines = _caveats(cfg, stats, whole, dtype_note, compared[0][1] if compared else None, steps)
     rope_line = rope_caveat(cfg, rope_runs) if rope_runs else None
     if rope_line:

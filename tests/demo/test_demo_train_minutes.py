@@ -17,8 +17,8 @@ def test_first_mode_sets_the_steps_of_the_others(tmp_path, monkeypatch, capsys):
     demo_corpus.write(data, 30, seed=0)
     cfg = demo.DemoConfig(window=64, steps=50, save_every=10, keep_last=2, train_minutes=2.5, corpus_docs=30)
     seen = []
-    runs = demo.train_modes(cfg, str(data), tmp_path, seen.append)
-    assert list(runs) == ["full", "anchor"]
+    runs, steps = demo.train_modes(cfg, str(data), tmp_path, seen.append)
+    assert list(runs) == ["full", "anchor"] and steps == 3
     assert "up to 50 steps or 2.5 minutes" in seen[0] and "3 steps at window 64" in seen[1]
     # full: readings 0 (start), 60, 120, 180 s after steps 1-3: the time is up after step 3.
     assert [p.name for p in runs["full"].glob("ckpt-*")] == ["ckpt-3"]
