@@ -82,6 +82,25 @@ def suite_length_controlled(spec: dict) -> bool:
     return sorted(int(L) for L in spec.get("lengths") or []) != [0]
 
 
+def _stored_step(c: dict) -> int | None:
+    """A record's checkpoint step where today's rule reads the same step from its path (older stores
+    gave a model folder such as SmolLM2-135M-Instruct.Q4_1 a step; hub names are stored step-less)."""
+    from harness.checkpoints import step_of
+
+    step = c.get("step")
+    return step if step is not None and step_of(c["path"]) == step else None
+
+
+def model_from_records(records: list[dict], ckpts: list[dict]) -> str | None:
+    """run.model of a re-aggregated store: as eval named it where records say (their checkpoint's
+    `model`), else derived from the path by eval's rule; None when the checkpoints disagree."""
+    from harness.checkpoints import model_of
+
+    named = {r["checkpoint"]["fingerprint"]: r["checkpoint"].get("model") for r in records}
+    models = {named.get(c["fingerprint"]) or model_of(c["path"], c["step"]) for c in ckpts}
+    return models.pop() if len(models) == 1 else None
+
+
 def checkpoints_from_records(records: list[dict]) -> list[dict]:
     """The run's checkpoints when only records are known (re-aggregating a store).
 
@@ -97,7 +116,7 @@ def checkpoints_from_records(records: list[dict]) -> list[dict]:
         if c["path"] not in by_path or by_path[c["path"]][0] < i:
             by_path[c["path"]] = (i, c)
     ckpts = [
-        {"path": c["path"], "step": c.get("step"), "fingerprint": c["fingerprint"], "training": None}
+        {"path": c["path"], "step": _stored_step(c), "fingerprint": c["fingerprint"], "training": None}
         for _, c in by_path.values()
     ]
     ckpts.sort(key=lambda c: (c["step"] is not None, c["step"] if c["step"] is not None else 0, c["path"]))
@@ -670,12 +689,9 @@ def results_from_store(
     ckpts = checkpoints_from_records(records)
     current = {c["fingerprint"] for c in ckpts}
     used = _latest_settings([r for r in records if r["checkpoint"]["fingerprint"] in current])
-    from harness.checkpoints import model_of, step_of
-
-    models = {model_of(c["path"], step_of(c["path"])) for c in ckpts}
     run = {
         "name": _merged([r.get("run") for r in used]),
-        "model": models.pop() if len(models) == 1 else None,
+        "model": model_from_records(records, ckpts),
         "mode": None,
         "checkpoints": ckpts,
     }

@@ -14,9 +14,11 @@ SPEC is a comma list of items; each item is
   - a hub model name `org/name[@revision]` or `hub:name[@revision]` (not checked here: the hub
     may be unreachable; the runner reports a missing model).
 Local checkpoints must be loadable models (config.json plus weights); the step is the trailing
-integer of the directory name after a separator (`ckpt-2000` -> 2000, `global_step500` -> 500,
-`gpt2` and `Llama-2-7b-hf` -> None). The result is
-sorted by step (step-less ones first, by path), then `last` keeps the last N. Incomplete training
+integer of the directory name after a checkpoint word, or a name of digits alone (`ckpt-2000` ->
+2000, `checkpoint-500`, `global_step500`, `iter_0000500`, `step-500`, `500` -> 500; `gpt2`,
+`Llama-2-7b-hf`, `Mistral-7B-v0.1`, `Writer-2` -> None). The result is sorted by step (step-less
+ones first, by path), then `last` keeps the last N; a `last` that would choose among step-less
+ones (by path, not by training) is refused. Incomplete training
 checkpoints (`incomplete_reason`: a run stopped while writing them) are skipped with a one-line
 warning on stderr before `last` is applied.
 
@@ -45,7 +47,10 @@ _RANGE = re.compile(r"<\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*>", re.ASCII)
 # step143000, iter_0001000) or a whole name of digits; not the digits a model's name ends in, such as
 # gpt2, Mistral-7B-v0.1 or SmolLM2-135M-Instruct.Q4_1 (which would make a base model "step 1" of a run
 # named after its parent folder).
-_TRAILING_INT = re.compile(r"(?:^|(?:ckpt|checkpoint|step|iter)[-_.]?)(\d+)$", re.IGNORECASE | re.ASCII)
+# The word starts the name or follows a non-letter: Writer-2 and Jupiter-1 are names, not iter 2.
+_TRAILING_INT = re.compile(
+    r"(?:^|(?<![a-z])(?:ckpt|checkpoints?|steps?|iter(?:ation)?)[-_.]?)(\d+)$", re.IGNORECASE | re.ASCII
+)
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*(@[\w./-]+)?$")
 _GLOB_CHARS = set("*?[")
 _CHUNK = 1 << 20
@@ -101,7 +106,10 @@ class Checkpoint:
 
     def ref(self) -> dict:
         """The form every store record carries (record["checkpoint"])."""
-        return {"path": self.path, "step": self.step, "fingerprint": self.fingerprint}
+        out: dict = {"path": self.path, "step": self.step, "fingerprint": self.fingerprint}
+        if self.model is not None:  # run.model as eval names it, for a store's re-aggregation
+            out["model"] = self.model
+        return out
 
 
 def split_spec(spec: str) -> list[str]:

@@ -35,6 +35,7 @@ class RecordCheckpoint(Strict):
     path: str
     fingerprint: str
     step: StrictInt | None = None
+    model: str | None = None  # the model it belongs to (run.model); absent in older stores
 
 
 class RecordMetadata(Strict):

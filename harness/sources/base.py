@@ -221,6 +221,13 @@ def select_sources(spec: str, last: int | None = None) -> list[ModelSource]:
         )
     sources.sort(key=lambda s: (s.checkpoint.step is not None, s.checkpoint.step or 0, s.checkpoint.path))
     if last is not None:
+        stepped = sum(s.checkpoint.step is not None for s in sources)
+        if stepped < last < len(sources):
+            stepless = next(s.checkpoint.path for s in sources if s.checkpoint.step is None)
+            raise UserError(
+                f"--last {last} picks checkpoints by step, but {stepless} has no step in its name "
+                "(ckpt-<N>, checkpoint-<N>, step<N>, iter_<N>): list the checkpoints in --ckpts instead"
+            )
         if last > len(sources):
             raise UserError(
                 f"--last {last} but only {len(sources)} checkpoint(s) match {spec!r}: lower --last or widen --ckpts"

@@ -133,6 +133,25 @@ def test_step_of():
     # Model names that end in digits after a separator are models, not step N of their parent folder.
     for name in ("Mistral-7B-v0.1", "SmolLM2-135M-Instruct.Q4_1", "models/qwen_2", "opt-1.3"):
         assert step_of(name) is None, name
+    # A checkpoint word inside a longer word is no checkpoint word: Writer-2 is not "iter 2".
+    for name in ("Writer-2", "Jupiter-1", "Arbiter_3", "laststep5"):
+        assert step_of(name) is None, name
+    for name in ("iteration_1000", "steps_1000", "checkpoints-1000", "epoch_3-step_1000", "checkpoint-1000"):
+        assert step_of(name) == 1000, name
+
+
+def test_last_n_never_chooses_among_stepless_checkpoints(tmp_path):
+    """--last picks by step: where it would keep some step-less checkpoints and drop others it could
+    only go by path (model-200 after model-1000), so it is refused; keeping all of them, or none, is fine."""
+    for name in ("model-200", "model-1000", "ckpt-5", "ckpt-7"):
+        make_ckpt(tmp_path / name)
+    spec = str(tmp_path / "*")
+    assert steps(select_checkpoints(spec, last=2)) == [5, 7]  # the step-less ones sort first and are dropped
+    assert steps(select_checkpoints(spec, last=4)) == [None, None, 5, 7]
+    with pytest.raises(UserError, match=r"--last 3 picks checkpoints by step, but .*model-1000 has no step"):
+        select_checkpoints(spec, last=3)
+    with pytest.raises(UserError, match="no step in its name"):
+        select_checkpoints(str(tmp_path / "model-*"), last=1)
 
 
 def test_fingerprint_follows_content_not_path_or_mtime(tmp_path):

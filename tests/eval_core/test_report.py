@@ -145,6 +145,38 @@ def test_report_names_a_plain_model_folder_not_its_parent(tmp_path, capsys):
     assert "model runs/r ·" in capsys.readouterr().out
 
 
+def test_report_names_the_model_as_eval_did(tmp_path, capsys):
+    """A re-aggregated store names the model the records name (eval's run.model), and a hub name whose
+    revision reads like a step (pythia's @step143000) is the model, not step 143000 of its org."""
+    hub = {
+        "path": "EleutherAI/pythia-160m@step143000",
+        "step": None,
+        "fingerprint": "hub:EleutherAI/pythia-160m@step143000",
+    }
+    store = ResultStore(tmp_path / "h" / "samples.jsonl")
+    store.append(make_records(ckpts=[hub]))
+    assert main(["report", str(tmp_path / "h")]) == 0
+    out = capsys.readouterr().out
+    assert "model EleutherAI/pythia-160m@step143000 ·" in out and "step 143000" not in out
+    packaged = {"path": "/cache/SmolLM2-135M-Instruct.Q4_1.gguf", "step": None, "fingerprint": "fpg"}
+    records = make_records(ckpts=[packaged])
+    for r in records:  # as eval stores them (Checkpoint.ref): the packaged name, not the file
+        r["checkpoint"]["model"] = "smollm2-135m-instruct"
+    store = ResultStore(tmp_path / "g" / "samples.jsonl")
+    store.append(records)
+    assert main(["report", str(tmp_path / "g")]) == 0
+    assert "model smollm2-135m-instruct ·" in capsys.readouterr().out
+
+
+def test_report_drops_a_step_older_stores_gave_a_model_folder(tmp_path, capsys):
+    base = {"path": "runs/demo/models/SmolLM2-135M-Instruct.Q4_1", "step": 1, "fingerprint": "fpb"}  # as stored before
+    store = ResultStore(tmp_path / "b" / "samples.jsonl")
+    store.append(make_records(ckpts=[base]))
+    assert main(["report", str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "(steps 1)" not in out and "1 checkpoint" in out
+
+
 @pytest.mark.parametrize("content", [None, "not json at all", '{"hello": 1}', '{"schema_version": 7, "suites": {}}'])
 def test_report_unreadable_file_exits_2_with_one_line(tmp_path, capsys, content):
     path = tmp_path / "results.json"
