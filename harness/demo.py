@@ -762,7 +762,7 @@ def train_modes(cfg: DemoConfig, data: str, out: Path, announce) -> tuple[dict[s
     trained). With cfg.train_minutes the first mode trains at most that long and the others as many
     steps as it reached, so every mode sees the same tokens."""
     runs: dict[str, Path] = {}
-    steps = cfg.steps
+    steps = cfg.steps  # what the next mode is asked to train
     for i, mode in enumerate(cfg.modes):
         run_dir = out / "runs" / mode
         minutes = _minutes_for(cfg, i)
@@ -777,7 +777,8 @@ def train_modes(cfg: DemoConfig, data: str, out: Path, announce) -> tuple[dict[s
             steps = _trained_steps(run_dir)
             rest = f"; {', '.join(cfg.modes[1:])}: {steps} steps too (equal tokens)" if len(cfg.modes) > 1 else ""
             print(f"  {mode} reached step {steps} in its {minutes:g} minutes{rest}", flush=True)
-    return runs, steps
+    # What the first run holds, not what was asked: a run already trained further says "nothing to do".
+    return runs, _trained_steps(runs[cfg.modes[0]])
 
 
 def run_demo(cfg: DemoConfig) -> dict:

@@ -556,6 +556,22 @@ class CheckpointManager:
         self.total_steps = step
         self.ckpt_steps = checkpoint_steps(step, self._save_every, self._keep_last)
 
+    def write_checkpoint(self, step: int, model, tokenizer, meta: dict) -> None:
+        """ckpt-<step> (every rank calls it: gathering the weights is a collective under FSDP). A timed
+        run then keeps the newest keep_last at or below this step; a ckpt-* above it is left from an
+        attempt that ran further before a kill, and is rewritten when this run gets there, or pruned by
+        finish() where it stops short of it (it must not count towards keep_last meanwhile)."""
+        weights = self.ctx.full_state_dict(model)
+        if not self.is_main:
+            return
+        path = save_checkpoint(self.run_dir, step, model, tokenizer, meta, state_dict=weights, dtype=self.weights_dtype)
+        self.written.append(str(path))
+        if self.timed and self._keep_last:
+            on_disk = [s for s, _ in list_checkpoints(self.run_dir)]
+            kept = [s for s in on_disk if s <= step and s in self.ckpt_steps][-self._keep_last :]
+            prune_checkpoints(self.run_dir, kept + [s for s in on_disk if s > step])
+            self.written = [p for p in self.written if Path(p).is_dir()]
+
     def on_step(
         self,
         step: int,
@@ -571,16 +587,7 @@ class CheckpointManager:
         `train_seconds` (training time up to this step, over every resume) goes into the state, so a
         resumed --max-minutes run spends only what is left of its budget."""
         if step in self.ckpt_steps:
-            weights = self.ctx.full_state_dict(model)  # a collective under FSDP: every rank calls it
-            if self.is_main:
-                path = save_checkpoint(
-                    self.run_dir, step, model, tokenizer, meta, state_dict=weights, dtype=self.weights_dtype
-                )
-                self.written.append(str(path))
-                if self.timed and self._keep_last:
-                    kept = [s for s, _ in list_checkpoints(self.run_dir) if s in self.ckpt_steps]
-                    prune_checkpoints(self.run_dir, kept[-self._keep_last :])
-                    self.written = [p for p in self.written if Path(p).is_dir()]
+            self.write_checkpoint(step, model, tokenizer, meta)
         every = self.state_every
         if (every and step % every == 0) or step == self.total_steps:
             payload = {

@@ -506,23 +506,6 @@ def _train(job: TrainJob, *, pipeline, ctx, progress, stop_after, grad_hook) -> 
     start_step, stream_pos, state_dir, spent = manager.resume(model, optimizer, scheduler)
     budget = None if job.schedule.max_minutes is None else 60.0 * job.schedule.max_minutes
     out_of_time = budget is not None and start_step > 0 and spent >= budget
-    if start_step >= total or out_of_time:
-        if is_main:
-            why = f" (its --max-minutes {job.schedule.max_minutes:g} were spent: {spent:.0f}s)" if out_of_time else ""
-            print(f"{run_dir}: already trained to step {start_step}{why}; nothing to do")
-        last = _last_logged_loss(run_dir, start_step)
-        return {
-            "steps": start_step,
-            "losses": [],
-            "checkpoints": [],
-            "resumed_from": start_step,
-            "last_loss": last,
-            "stopped_early": out_of_time and start_step < total,
-        }
-    if state_dir is not None and is_main:
-        print(f"resumed from step {start_step} (state {state_dir})")
-
-    stream = WindowStream(pipeline.windows, stream_pos["epoch"], stream_pos["index"])
     meta = ck.training_meta(
         mode=d.mode,
         window=d.window,
@@ -534,6 +517,30 @@ def _train(job: TrainJob, *, pipeline, ctx, progress, stop_after, grad_hook) -> 
         data=pipeline.data_info,
         job=job.to_json(),
     )
+    if start_step >= total or out_of_time:
+        if is_main:
+            why = f" (its --max-minutes {job.schedule.max_minutes:g} were spent: {spent:.0f}s)" if out_of_time else ""
+            print(f"{run_dir}: already trained to step {start_step}{why}; nothing to do")
+        if out_of_time and start_step < total:
+            # It stops where its state is, and a stopped run has a checkpoint there: the state may come
+            # from --save-state-every of an earlier, longer run that did not checkpoint this step.
+            manager.end_at(start_step)
+            missing = is_main and all(s != start_step for s, _ in ck.list_checkpoints(run_dir))
+            if ctx.all_reduce_sum(int(missing)) > 0:  # rank 0 looks; every rank takes part in the write
+                manager.write_checkpoint(start_step, model, tokenizer, meta)
+            manager.finish()
+        return {
+            "steps": start_step,
+            "losses": [],
+            "checkpoints": manager.written,
+            "resumed_from": start_step,
+            "last_loss": _last_logged_loss(run_dir, start_step),
+            "stopped_early": out_of_time and start_step < total,
+        }
+    if state_dir is not None and is_main:
+        print(f"resumed from step {start_step} (state {state_dir})")
+
+    stream = WindowStream(pipeline.windows, stream_pos["epoch"], stream_pos["index"])
     autocast = torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=job.model.dtype == "bf16")
     stepper = _Stepper(job, ctx, pipeline, model, optimizer, scheduler, kernel, autocast)
     log = StepLog(run_dir, total_steps=total, start_step=start_step, enabled=is_main, progress=progress)
@@ -551,6 +558,9 @@ def _train(job: TrainJob, *, pipeline, ctx, progress, stop_after, grad_hook) -> 
             if budget is not None and step < total and _time_is_up(ctx, seconds >= budget):
                 manager.end_at(step)  # this step gets the checkpoint and the state a last step gets
                 stopped_early = True
+                # Spent on some rank's clock, maybe not on this one's: the state says spent, so the same
+                # command again does nothing (rank 0's own seconds could be a little short of it).
+                seconds = max(seconds, budget)
             manager.on_step(step, model, optimizer, scheduler, tokenizer, meta, stream.position(), seconds)
             if stopped_early:
                 if is_main:

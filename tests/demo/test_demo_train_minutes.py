@@ -34,3 +34,17 @@ def test_train_minutes_must_be_positive(tmp_path, capsys, value, message):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and "\n" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_steps_reported_are_the_ones_the_runs_hold(tmp_path):
+    """Re-run over a folder whose runs trained further (3 steps, now --steps 1): training has nothing to
+    do and the demo evaluates the step-3 checkpoints, so the steps it reports are 3, not the 1 asked."""
+    from training import demo_corpus
+
+    data = tmp_path / "corpus.jsonl"
+    demo_corpus.write(data, 30, seed=0)
+    for steps in (3, 1):
+        cfg = demo.DemoConfig(window=64, steps=steps, save_every=1, keep_last=2, corpus_docs=30)
+        runs, trained = demo.train_modes(cfg, str(data), tmp_path, lambda line: None)
+        assert trained == 3
+    assert sorted(p.name for p in runs["full"].glob("ckpt-*")) == ["ckpt-2", "ckpt-3"]

@@ -112,3 +112,58 @@ def test_state_with_a_bad_train_seconds_is_unreadable(tmp_path):
             _load_state_file(path)
     torch.save({**base, "format": STATE_FORMAT}, path)  # states from before the limit still load
     assert "train_seconds" not in _load_state_file(path)
+
+
+def _ckpts(run) -> list[str]:
+    return sorted((p.name for p in run.glob("ckpt-*")), key=lambda n: int(n[5:]))
+
+
+def test_a_restart_after_a_kill_keeps_its_own_newest_checkpoints(tiny_llama_dir, run_job, tmp_path, minute_clock):
+    """A timed run killed with no state restarts from step 0 beside the ckpt-4/ckpt-5 it wrote before:
+    those must not count towards --keep-last (they deleted the new checkpoints as they were written),
+    and where the new run stops short of them they go, as finish() prunes any other off-schedule one."""
+    run = tmp_path / "run"
+    job = lambda minutes: small_job(tiny_llama_dir, run, steps=50, save_every=1, keep_last=2, max_minutes=minutes)
+    run_job(job(100), stop_after=5)  # "killed" after step 5: no state (no --save-state-every)
+    assert _ckpts(run) == ["ckpt-4", "ckpt-5"] and not (run / "state").exists()
+    summary = run_job(job(2.5))  # readings 60 s apart from 0: the time is up after step 3
+    assert summary["steps"] == 3 and summary["stopped_early"]
+    assert _ckpts(run) == ["ckpt-2", "ckpt-3"]
+    assert [Path(p).name for p in summary["checkpoints"]] == ["ckpt-2", "ckpt-3"]
+
+
+def test_a_budget_already_spent_still_leaves_a_checkpoint_where_it_stops(
+    tiny_llama_dir, run_job, tmp_path, minute_clock
+):
+    """The state of an earlier, longer run (saved every 2 steps, checkpoints every 10) already holds more
+    time than the new --max-minutes: nothing is trained, and the step it stops at gets its checkpoint."""
+    from training.checkpointing import load_latest_state
+
+    run = tmp_path / "run"
+    job = lambda **kw: small_job(tiny_llama_dir, run, steps=50, save_every=10, keep_last=2, save_state_every=2, **kw)
+    run_job(job(), stop_after=5)
+    assert load_latest_state(run)["step"] == 4 and _ckpts(run) == []
+    summary = run_job(job(max_minutes=3))  # the state holds 240 s
+    assert summary["losses"] == [] and summary["steps"] == 4 and summary["stopped_early"]
+    assert _ckpts(run) == ["ckpt-4"] and [Path(p).name for p in summary["checkpoints"]] == ["ckpt-4"]
+    again = run_job(job(max_minutes=3))  # and it is written once
+    assert again["checkpoints"] == [] and _ckpts(run) == ["ckpt-4"]
+
+
+def test_stopped_by_another_ranks_clock_the_state_says_the_budget_is_spent(
+    tiny_llama_dir, run_job, tmp_path, minute_clock, monkeypatch
+):
+    """Ranks stop together when any rank's time is up; rank 0's own clock may be short of the budget
+    then. The state must still say it is spent, or the same command trains another step."""
+    from training import loop
+    from training.checkpointing import load_latest_state
+
+    calls = itertools.count(1)
+    monkeypatch.setattr(loop, "_time_is_up", lambda ctx, mine: mine or next(calls) >= 2)  # another rank, at step 2
+    run = tmp_path / "run"
+    job = small_job(tiny_llama_dir, run, steps=10, save_every=4, keep_last=2, max_minutes=2.5)
+    first = run_job(job)
+    assert first["steps"] == 2 and first["stopped_early"]  # rank 0's clock: 120 s of 150
+    assert load_latest_state(run)["train_seconds"] == 150.0
+    again = run_job(job)
+    assert again["losses"] == [] and again["steps"] == 2
