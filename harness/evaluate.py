@@ -31,6 +31,7 @@ from harness.errors import TaskUnavailable, UserError
 from harness.jobs import CheckpointJob, JobEngine, RunnerWork, WorkItem, run_job, split_job
 from harness.jobs import sample_key as _record_key
 from harness.runners.base import RunnerSettings
+from harness.runners.common import model_stop_ids
 from harness.runners.registry import backend_record_settings
 from tasks.lengths import format_length
 
@@ -416,7 +417,11 @@ def plan_eval(cfg: EvalConfig) -> Plan:
         }
         fields.update(src.runner_settings(cfg, contexts[fp]))
         runner_settings[fp] = RunnerSettings(**fields)
-        record_settings[fp] = _record_settings(cfg, options, tok_fp, chat_hash, contexts[fp], src.record_settings(cfg))
+        own = src.record_settings(cfg)
+        eos_ids = model_stop_ids(src.checkpoint.path, tokenizer.eos_token_id) if cfg.backend == "hf" else None
+        if eos_ids is not None:  # the ids its generation stops at, where they are more than one
+            own = {"eos_ids": eos_ids, **own}
+        record_settings[fp] = _record_settings(cfg, options, tok_fp, chat_hash, contexts[fp], own)
     record_base = {"run": name, "suite": label, "seed": cfg.seed}
     jobs = _build_jobs(cfg, ckpts, samples, done, runner_settings, record_settings, record_base, str(store.path))
     planned = {

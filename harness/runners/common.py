@@ -185,6 +185,61 @@ def prompts_ids(tokenizer, prompts: list[str], bytes_per_call: int = BYTES_PER_C
         yield from tokenizer(chunk, add_special_tokens=add)["input_ids"]
 
 
+def _token_ids(value) -> list[int]:
+    """An eos_token_id field as ids: an int, a list of them, or anything else as none."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+
+
+def stop_token_ids(tokenizer_eos, *eos_fields) -> tuple[int, ...]:
+    """The ids that end a generation: the tokenizer's EOS and every id of the model's config and
+    generation config `eos_token_id` fields (an int or a list). transformers' generate and vLLM stop
+    at each id of the generation config's: a chat model's end of turn (Llama-3-Instruct's <|eot_id|>
+    beside <|end_of_text|>) is often not the tokenizer's EOS."""
+    ids = set(_token_ids(tokenizer_eos))
+    for field in eos_fields:
+        ids.update(_token_ids(field))
+    return tuple(sorted(ids))
+
+
+def _model_file(model: str, name: str) -> str | None:
+    """A model's config file on this machine: in its folder, or in the hub cache for a hub name
+    (`org/name[@revision]`; never downloaded here). None when there is none."""
+    if os.path.isdir(model):
+        path = os.path.join(model, name)
+        return path if os.path.isfile(path) else None
+    if model.endswith(".gguf") or "/" not in model:
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    repo, _, revision = model.partition("@")
+    found = try_to_load_from_cache(repo, name, revision=revision or None)
+    return found if isinstance(found, str) else None
+
+
+def model_stop_ids(model: str, tokenizer_eos) -> list[int] | None:
+    """stop_token_ids of a model folder (or a cached hub model), read from its config.json and
+    generation_config.json without loading it: the hf records' `eos_ids` setting, planned before any
+    runner loads. None where that is one id (most models: their records keep the identity they had)
+    or the files are not here (a GGUF file carries one EOS)."""
+    fields = []
+    for name in ("config.json", "generation_config.json"):
+        path = _model_file(model, name)
+        if path is None:
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):  # unreadable: the loader reports a bad config.json
+            continue
+        if isinstance(data, dict):
+            fields.append(data.get("eos_token_id"))
+    ids = stop_token_ids(tokenizer_eos, *fields)
+    return list(ids) if len(ids) > 1 else None
+
+
 def encode_pair(tokenizer, eos_id: int | None, context: str, continuation: str) -> tuple[list[int], list[int]]:
     """(context ids, continuation ids) of a loglikelihood request, split as every runner splits it.
 

@@ -114,11 +114,13 @@ def rows_attention(query: torch.Tensor, keys: list, values: list, scaling) -> to
 class DecodeRows:
     """Up to `width` prompts decoding together; every step runs exactly `width` rows."""
 
-    def __init__(self, model, width: int, eos_id: int | None, head_major: bool = True):
+    def __init__(self, model, width: int, eos_id, head_major: bool = True):
+        from harness.runners.common import stop_token_ids
+
         self.model = model
         self.head_major = head_major  # rows' caches as prefix.RowLayer (False: as the prefix cache)
         self.width = width
-        self.eos_id = eos_id
+        self.stop_ids = frozenset(stop_token_ids(eos_id))  # eos_id: an id, several, or None
         self.slots: list[_Row | None] = [None] * width
         self.n_layers = model.config.get_text_config().num_hidden_layers
         self.device = next(model.parameters()).device
@@ -170,7 +172,7 @@ class DecodeRows:
         self.slots[slot] = row
 
     def step(self, max_new: dict) -> Iterator[_Row]:
-        """One token for every active row; yields the rows that finished (EOS, or max_new[tag] tokens)."""
+        """One token for every active row; yields the rows that finished (a stop id, or max_new[tag] tokens)."""
         import time
 
         t0 = time.perf_counter()
@@ -193,7 +195,7 @@ class DecodeRows:
             row.length += 1
             row.seconds += share
             tok = int(chosen[r])
-            if tok == self.eos_id:
+            if tok in self.stop_ids:
                 self.slots[r] = None
                 yield row
                 continue

@@ -17,8 +17,9 @@ unpadded row is the fastest prefill shape for long prompts (batch 8 with left pa
 time of batch 1 at 4K and changed 5 of 25 bf16 predictions), and 8 decoding rows the fastest decode
 (benchmarks/decode_width.py). Architectures the engine refuses (sliding-window or linear-attention
 layers) run transformers generate one unpadded row at a time.
-Generation stops at EOS; stop strings cut the decoded text afterwards, which gives the same text as
-stopping early. A sequence that does not fit in memory stops with a UserError naming the flags that help.
+Generation stops at any EOS id of the model (tokenizer, config and generation config, as transformers'
+generate and vLLM stop; several ids are in the records' identity as `eos_ids`); stop strings cut the
+decoded text afterwards, which gives the same text as stopping early. A sequence that does not fit in memory stops with a UserError naming the flags that help.
 
 Loglikelihood runs right-padded batches: at most --batch-size rows and at most `max_batch_tokens`
 (settings.extra, default DEFAULT_BATCH_TOKENS) padded tokens, so the batch shrinks as length grows
@@ -47,6 +48,7 @@ from harness.runners.common import (
     encode_pair,
     prompts_ids,
     rope_override_dict,
+    stop_token_ids,
 )
 from harness.runners.registry import register_runner
 from harness.sources import load_target
@@ -139,7 +141,11 @@ class HFRunner:
             hf_logging.enable_progress_bar()
         self.model.eval()
         tok = self.tokenizer
-        self.eos_id = tok.eos_token_id if tok.eos_token_id is not None else config.eos_token_id
+        # Generation ends at any of these, as transformers' generate and vLLM end it (common.stop_token_ids);
+        # eos_id is the one an empty loglikelihood context is conditioned on.
+        generation_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        self.stop_ids = stop_token_ids(tok.eos_token_id, getattr(config, "eos_token_id", None), generation_eos)
+        self.eos_id = tok.eos_token_id if tok.eos_token_id is not None else next(iter(self.stop_ids), None)
         # Padding never reaches the model's output (masked, and left of every prompt); any id works.
         self.pad_id = next(i for i in (tok.pad_token_id, self.eos_id, 0) if i is not None)
         self.max_rows = max(1, settings.batch_size)
@@ -160,7 +166,7 @@ class HFRunner:
             None
             if self.unsupported
             else PrefixEngine(
-                self.model, self.eos_id, chunk_for(self.device), reuse=settings.prefix_reuse, rows=DECODE_ROWS
+                self.model, self.stop_ids, chunk_for(self.device), reuse=settings.prefix_reuse, rows=DECODE_ROWS
             )
         )
         self.sample_stats: dict[int, dict] = {}  # request index -> tokens facts of the last generate call
@@ -250,8 +256,9 @@ class HFRunner:
 
     def _decode(self, toks: list[int], r: GenerationRequest) -> str:
         toks = toks[: r.max_new_tokens]
-        if self.eos_id in toks:
-            toks = toks[: toks.index(self.eos_id)]
+        end = next((k for k, t in enumerate(toks) if t in self.stop_ids), None)
+        if end is not None:
+            toks = toks[:end]
         text = cast(str, self.tokenizer.decode(toks, skip_special_tokens=True))  # one sequence: one str
         return cut_at_stop(text, r.stop)
 
@@ -283,7 +290,8 @@ class HFRunner:
 
         for i in range(len(requests)):
             r, t0 = requests[i], time.perf_counter()
-            if r.max_new_tokens <= 0:
+            if r.max_new_tokens <= 0 or not encoded[i]:  # nothing to generate, or to condition on (as the engine)
+                self.sample_stats[i] = {"prompt_tokens": len(encoded[i]), "reused_tokens": 0, "new_tokens": 0}
                 yield i, "", 0.0
                 continue
             ids = torch.tensor([list(encoded[i])], dtype=torch.long, device=self.device)
@@ -295,7 +303,7 @@ class HFRunner:
                         attention_mask=torch.ones_like(ids),
                         do_sample=False,
                         max_new_tokens=max_new,
-                        eos_token_id=self.eos_id,
+                        eos_token_id=list(self.stop_ids) or None,
                         pad_token_id=self.pad_id,
                         temperature=None,
                         top_p=None,

@@ -1,7 +1,7 @@
 """Greedy generation: prompts prefilled one at a time on a fixed grid, shared prefixes computed once.
 
     from harness.runners.prefix import PrefixEngine
-    engine = PrefixEngine(model, eos_id=2, chunk=256, reuse=True)   # None: architecture unsupported
+    engine = PrefixEngine(model, eos_id=2, chunk=256, reuse=True)   # eos_id: an id or several
     for done in engine.run(prompt_ids, max_new_tokens):              # as each prompt finishes
         done.index, done.tokens, done.seconds, done.reused_tokens
 
@@ -243,7 +243,7 @@ AttentionInterface.register(ATTENTION, prefix_attention)
 @dataclass
 class Generated:
     index: int  # position in the prompts given to run()
-    tokens: list[int]  # greedy continuation, cut before EOS, at most max_new_tokens
+    tokens: list[int]  # greedy continuation, cut before a stop id, at most max_new_tokens
     seconds: float  # own chunks + decoding + an equal share of every chunk it shares with others
     prompt_tokens: int
     reused_tokens: int  # prompt tokens whose KV came from a previous prompt
@@ -307,12 +307,13 @@ def chunk_users(prompts: Sequence[Sequence[int]], order: list[int], reused: list
 
 
 class PrefixEngine:
-    def __init__(self, model, eos_id: int | None, chunk: int, reuse: bool = True, rows: int | None = None):
+    def __init__(self, model, eos_id, chunk: int, reuse: bool = True, rows: int | None = None):
+        from harness.runners.common import stop_token_ids
         from harness.runners.hf import DECODE_ROWS
 
         self.model = model
         self.rows = rows or DECODE_ROWS  # the decode width (harness/runners/decode.py)
-        self.eos_id = eos_id
+        self.stop_ids = frozenset(stop_token_ids(eos_id))  # eos_id: an id, several, or None
         self.chunk = chunk
         self.reuse = reuse
         from harness.runners.common import keeps_logits
@@ -363,7 +364,7 @@ class PrefixEngine:
         order = [todo[k] for k in order]
         users = chunk_users(prompts, order, reused, self.chunk)
         cache = PrefixCache()
-        rows = DecodeRows(self.model, self.rows, self.eos_id)
+        rows = DecodeRows(self.model, self.rows, self.stop_ids)
         limits = {i: max_new[i] for i in order}
         prefilled: dict[int, tuple[float, int]] = {}  # prompt -> (its share of prefill seconds, reused tokens)
         node_seconds: list[float] = []  # seconds of each chunk in the current chain
@@ -396,8 +397,8 @@ class PrefixEngine:
             for s in range(keep, len(ids), self.chunk):
                 node_seconds.append((t1 - t0) * min(self.chunk, len(ids) - s) / max(1, own))
             shared = sum(sec / n for sec, n in zip(node_seconds, users[k]))
-            if tok == self.eos_id or max_new[i] <= 1:
-                yield Generated(i, [] if tok == self.eos_id else [tok], shared, len(ids), keep, shared)
+            if tok in self.stop_ids or max_new[i] <= 1:
+                yield Generated(i, [] if tok in self.stop_ids else [tok], shared, len(ids), keep, shared)
             else:
                 prefilled[i] = (shared, keep)
                 need = rows.row_bytes(cache, len(ids) + max_new[i])
