@@ -10,7 +10,11 @@ run through HFRunner.generate_each twice in this process, reuse on and off, alte
 first. Printed per row: wall and CPU seconds, prompt tokens/s (all prompt tokens over the prefill
 time, so reuse raises it) and generated tokens/s (over the decoding time), achieved GFLOP/s (the
 FLOPs actually computed over the run's wall time) and its share of the peak, the share of prompt
-tokens reused, and the time ratio reuse on / off (target for niah tasks at 4K: <= 0.6).
+tokens reused, the share that is a prefix of another prompt of the cell token by token (`shared`:
+the most any prefix reuse could skip; the engine's grid reuses whole chunks only), the prefill
+seconds, and the time ratios reuse on / off, whole and prefill alone (target for niah tasks at 4K:
+whole <= 0.6). The reused tokens are each prompt's beginning, the cheapest to compute (a token's
+attention grows with its position), so prefill time falls by less than the share reused.
 
 FLOPs come from the model's shape (benchmarks/utilisation.py says how). The peak is a large
 torch.matmul in each dtype timed in this process with the same threads. CPU seconds (all threads of
@@ -36,6 +40,16 @@ from utilisation import Shape, matmul_peak
 
 # RULER's tasks that need no downloaded QA data (qa_1/qa_2 read SQuAD and HotpotQA)
 RULER_OFFLINE = ",".join(t for t in RULER_TASKS if not t.startswith("qa_"))
+
+
+def shared_tokens(prompts: list[list[int]]) -> int:
+    """Prompt tokens that are a prefix of another prompt of the cell, token by token (no grid): the
+    most that any prefix reuse could skip. In lexicographic order a prompt's longest common prefix
+    with any other prompt is the one with a neighbour; the first prompt of a chain is computed whole."""
+    from harness.runners.prefix import reuse_plan
+
+    _, reused = reuse_plan(prompts, chunk=1, reuse=True)
+    return sum(reused)
 
 
 def run_cell(runner, reqs, shape: Shape) -> dict:
@@ -99,7 +113,8 @@ def main() -> None:
     print("matmul peak (2048^3, best of ~2 s): " + ", ".join(f"{d} {p:.1f} GFLOP/s" for d, p in peaks.items()))
     header = (
         f"{'task':<16} {'len':>4} {'dtype':>8} {'reuse':>5} {'wall s':>7} {'cpu s':>7} {'prompt tok/s':>12} "
-        f"{'gen tok/s':>9} {'GFLOP/s':>8} {'% peak':>6} {'reused':>6} {'on/off':>6}"
+        f"{'gen tok/s':>9} {'GFLOP/s':>8} {'% peak':>6} {'reused':>6} {'shared':>6} {'prefill s':>9} "
+        f"{'on/off':>6} {'pf on/off':>9}"
     )
     print(header, flush=True)
     totals: dict[tuple, list[float]] = {}
@@ -114,37 +129,45 @@ def main() -> None:
                 samples = generate_samples(get_task(name), L, range(args.samples), tokenizer)
                 reqs = [GenerationRequest(s.prompt, s.max_new_tokens) for s in samples]
                 t = time.perf_counter()
-                for r in reqs:
-                    prompt_ids(runners[True].tokenizer, r.prompt)
+                ids = [prompt_ids(runners[True].tokenizer, r.prompt) for r in reqs]
                 tokenize = time.perf_counter() - t
                 # Alternate which side goes first: a shared machine's load drifts during a run.
                 sides = sorted(runners, reverse=len(totals) % 2 == 0)
                 cells = {reuse: run_cell(runners[reuse], reqs, shape) for reuse in sides}
                 if len(cells) == 2:
                     assert cells[True]["texts"] == cells[False]["texts"], f"{name} {L}: reuse changed an output"
+                shared = shared_tokens(ids)
                 for reuse, c in sorted(cells.items(), reverse=True):
-                    acc = totals.setdefault((dtype, L, reuse), [0.0, 0.0])
+                    acc = totals.setdefault((dtype, L, reuse), [0.0, 0.0, 0.0])
                     acc[0] += c["wall"]
                     acc[1] += c["cpu"]
-                    ratio = cells[True]["wall"] / cells[False]["wall"] if len(cells) == 2 else float("nan")
+                    acc[2] += c["prefill"]
+                    both = len(cells) == 2 and reuse
+                    ratio = cells[True]["wall"] / cells[False]["wall"] if both else float("nan")
+                    pf_ratio = cells[True]["prefill"] / cells[False]["prefill"] if both else float("nan")
                     gflops = c["flops"] / c["wall"] / 1e9
                     print(
                         f"{name:<16} {format_length(L):>4} {dtype[:8]:>8} {'on' if reuse else 'off':>5} "
                         f"{c['wall']:7.1f} {c['cpu']:7.1f} {c['prompt'] / max(1e-9, c['prefill']):12.0f} "
                         f"{c['new'] / c['decode']:9.1f} {gflops:8.1f} {100 * gflops / peaks[dtype]:5.0f}% "
-                        f"{100 * c['reused'] / max(1, c['prompt']):5.0f}% "
-                        f"{ratio if reuse else float('nan'):6.2f}",
+                        f"{100 * c['reused'] / max(1, c['prompt']):5.0f}% {100 * shared / max(1, c['prompt']):5.0f}% "
+                        f"{c['prefill']:9.1f} {ratio:6.2f} {pf_ratio:9.2f}",
                         flush=True,
                     )
                 print(f"{'':<16} tokenizing {len(reqs)} prompts: {tokenize:.2f} s", flush=True)
         for runner in runners.values():
             runner.close()
-    print("\ntotals (wall s, cpu s) per dtype and length:")
-    for (dtype, L, reuse), (wall_s, cpu_s) in sorted(totals.items()):
+    print("\ntotals (wall s, cpu s, prefill s) per dtype and length:")
+    for (dtype, L, reuse), (wall_s, cpu_s, prefill_s) in sorted(totals.items()):
         base = totals.get((dtype, L, False))
-        ratio = f"  on/off {wall_s / base[0]:.2f} (cpu {cpu_s / base[1]:.2f})" if reuse and base else ""
+        ratio = (
+            f"  on/off {wall_s / base[0]:.2f} (cpu {cpu_s / base[1]:.2f}, prefill {prefill_s / base[2]:.2f})"
+            if reuse and base
+            else ""
+        )
         print(
-            f"  {dtype:>8} {format_length(L):>4} reuse {'on' if reuse else 'off':>3}: {wall_s:8.1f} {cpu_s:8.1f}{ratio}"
+            f"  {dtype:>8} {format_length(L):>4} reuse {'on' if reuse else 'off':>3}: "
+            f"{wall_s:8.1f} {cpu_s:8.1f} {prefill_s:8.1f}{ratio}"
         )
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
