@@ -603,7 +603,11 @@ def load_results(path: str | Path) -> dict:
         data = json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: nesting deeper than any results file
         store = path.parent / "samples.jsonl"
-        fix = f"see its scores with `harness report {store}`" if store.is_file() else "re-run harness eval to write it"
+        fix = (
+            f"see its scores with `harness report {store}`"
+            if store.is_file() and store != path
+            else "re-run harness eval to write it"
+        )
         raise UserError(f"results file {path} is corrupt (not JSON): {fix}") from None
     return validate_results(data, path)
 

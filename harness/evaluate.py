@@ -33,6 +33,7 @@ from harness.jobs import sample_key as _record_key
 from harness.runners.base import RunnerSettings
 from harness.runners.common import model_stop_ids
 from harness.runners.registry import backend_record_settings
+from harness.store import discard_empty_store
 from tasks.lengths import format_length
 
 DEFAULT_SAMPLES = 500  # RULER's num_samples: the default per length-controlled task and length
@@ -111,6 +112,8 @@ class Plan:
     extra_provenance: dict = field(default_factory=dict)  # reasoning controls, endpoint, chat template
     sources: list = field(default_factory=list)  # the model sources (harness/sources/), one per checkpoint
     record_settings: dict[str, dict] = field(default_factory=dict)  # checkpoint fingerprint -> record settings
+    # this plan created <out>/samples.jsonl (None: it was there); True: <out> as well (discard_empty_store)
+    fresh_store: bool | None = None
 
 
 def _task_lengths(task, lengths: list[int], truncation_budget: int) -> list[int]:
@@ -380,84 +383,91 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     truncation_budget = _check_lengths(cfg, lengths, tasks, min_ctx, tightest.checkpoint, fix)
     # Opened after the cheap checks above (a rejected command leaves --out untouched), before any
     # work: a foreign or corrupt store is a StoreError here.
+    fresh_out, fresh_store = not out.exists(), not (out / "samples.jsonl").exists()
     store = ResultStore(out / "samples.jsonl")
-    done = store.done_keys()
-    samples = _plan_samples(
-        cfg, tasks, lengths, truncation_budget, tokenizer, min_ctx, tightest.checkpoint, options, fix
-    )
-    # A task unavailable at every one of its lengths is unavailable (listed with the reason at its
-    # shortest length); one unavailable at some lengths runs at the others and says why not there.
-    unavailable_lengths = samples.unavailable_lengths
-    for name_, by_len in list(unavailable_lengths.items()):
-        task = next(t for t in tasks if t.name == name_)
-        if len(by_len) == len(_task_lengths(task, lengths, truncation_budget)):
-            unavailable[name_] = by_len[min(by_len, key=int)]
-            del unavailable_lengths[name_]
-            tasks = [t for t in tasks if t.name != name_]
-    if not tasks:
-        raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
+    try:
+        done = store.done_keys()
+        samples = _plan_samples(
+            cfg, tasks, lengths, truncation_budget, tokenizer, min_ctx, tightest.checkpoint, options, fix
+        )
+        # A task unavailable at every one of its lengths is unavailable (listed with the reason at its
+        # shortest length); one unavailable at some lengths runs at the others and says why not there.
+        unavailable_lengths = samples.unavailable_lengths
+        for name_, by_len in list(unavailable_lengths.items()):
+            task = next(t for t in tasks if t.name == name_)
+            if len(by_len) == len(_task_lengths(task, lengths, truncation_budget)):
+                unavailable[name_] = by_len[min(by_len, key=int)]
+                del unavailable_lengths[name_]
+                tasks = [t for t in tasks if t.name != name_]
+        if not tasks:
+            raise UserError("no task can run: " + "; ".join(f"{k}: {v}" for k, v in unavailable.items()))
 
-    chat_hash = chat_template_hash(tokenizer) if cfg.chat_template else None
-    runner_settings: dict[str, RunnerSettings] = {}
-    record_settings: dict[str, dict] = {}
-    for src in sources:
-        fp = src.checkpoint.fingerprint
-        fields: dict = {
-            "backend": cfg.backend,
-            "dtype": cfg.dtype,
-            "batch_size": cfg.batch_size,
-            "max_model_len": cfg.max_model_len,
-            "rope_theta": cfg.rope_theta,
-            "rope_scaling": cfg.rope_scaling,
-            "tensor_parallel_size": cfg.tensor_parallel_size,
-            "chat_template": cfg.chat_template,
-            "extra": {"device_map": cfg.device_map} if cfg.device_map else {},
-            "system_prompt": cfg.system_prompt,
-            "prefix_reuse": cfg.prefix_reuse,
+        chat_hash = chat_template_hash(tokenizer) if cfg.chat_template else None
+        runner_settings: dict[str, RunnerSettings] = {}
+        record_settings: dict[str, dict] = {}
+        for src in sources:
+            fp = src.checkpoint.fingerprint
+            fields: dict = {
+                "backend": cfg.backend,
+                "dtype": cfg.dtype,
+                "batch_size": cfg.batch_size,
+                "max_model_len": cfg.max_model_len,
+                "rope_theta": cfg.rope_theta,
+                "rope_scaling": cfg.rope_scaling,
+                "tensor_parallel_size": cfg.tensor_parallel_size,
+                "chat_template": cfg.chat_template,
+                "extra": {"device_map": cfg.device_map} if cfg.device_map else {},
+                "system_prompt": cfg.system_prompt,
+                "prefix_reuse": cfg.prefix_reuse,
+            }
+            fields.update(src.runner_settings(cfg, contexts[fp]))
+            runner_settings[fp] = RunnerSettings(**fields)
+            own = src.record_settings(cfg)
+            eos_ids = model_stop_ids(src.checkpoint.path, tokenizer.eos_token_id) if cfg.backend == "hf" else None
+            if eos_ids is not None:  # the ids its generation stops at, where they are more than one
+                own = {"eos_ids": eos_ids, **own}
+            record_settings[fp] = _record_settings(cfg, options, tok_fp, chat_hash, contexts[fp], own)
+        record_base = {"run": name, "suite": label, "seed": cfg.seed}
+        jobs = _build_jobs(cfg, ckpts, samples, done, runner_settings, record_settings, record_base, str(store.path))
+        planned = {
+            _record_key(c, t, L, i, cfg.seed, record_settings[c.fingerprint])
+            for t, L, indices in samples.groups
+            for c in ckpts
+            for i in indices
         }
-        fields.update(src.runner_settings(cfg, contexts[fp]))
-        runner_settings[fp] = RunnerSettings(**fields)
-        own = src.record_settings(cfg)
-        eos_ids = model_stop_ids(src.checkpoint.path, tokenizer.eos_token_id) if cfg.backend == "hf" else None
-        if eos_ids is not None:  # the ids its generation stops at, where they are more than one
-            own = {"eos_ids": eos_ids, **own}
-        record_settings[fp] = _record_settings(cfg, options, tok_fp, chat_hash, contexts[fp], own)
-    record_base = {"run": name, "suite": label, "seed": cfg.seed}
-    jobs = _build_jobs(cfg, ckpts, samples, done, runner_settings, record_settings, record_base, str(store.path))
-    planned = {
-        _record_key(c, t, L, i, cfg.seed, record_settings[c.fingerprint])
-        for t, L, indices in samples.groups
-        for c in ckpts
-        for i in indices
-    }
-    plan_lengths = sorted({L for t in tasks for L in _task_lengths(t, lengths, truncation_budget)})
-    extra: dict = {**options.provenance(), "chat_template": chat_hash}
-    for src in sources:
-        extra.update(src.provenance())
-    if judges:  # one judge per run (the flags): each judged record also names it in settings["judge"]
-        extra["judge"] = judges[0]
-    return Plan(
-        cfg,
-        ckpts,
-        name,
-        out,
-        label,
-        full,
-        tasks,
-        unavailable,
-        lengths,
-        tok_fp,
-        jobs,
-        planned,
-        samples.dataset_hashes,
-        contexts,
-        plan_lengths,
-        truncation_budget,
-        unavailable_lengths,
-        extra,
-        sources,
-        record_settings,
-    )
+        plan_lengths = sorted({L for t in tasks for L in _task_lengths(t, lengths, truncation_budget)})
+        extra: dict = {**options.provenance(), "chat_template": chat_hash}
+        for src in sources:
+            extra.update(src.provenance())
+        if judges:  # one judge per run (the flags): each judged record also names it in settings["judge"]
+            extra["judge"] = judges[0]
+        return Plan(
+            cfg,
+            ckpts,
+            name,
+            out,
+            label,
+            full,
+            tasks,
+            unavailable,
+            lengths,
+            tok_fp,
+            jobs,
+            planned,
+            samples.dataset_hashes,
+            contexts,
+            plan_lengths,
+            truncation_budget,
+            unavailable_lengths,
+            extra,
+            sources,
+            record_settings,
+            fresh_store=fresh_out if fresh_store else None,
+        )
+    except BaseException:
+        if fresh_store:
+            discard_empty_store(out, fresh_out)
+        raise
 
 
 def _record_settings(cfg: EvalConfig, options, tok_fp: str, chat_hash: str | None, context: int, own: dict) -> dict:
@@ -732,7 +742,12 @@ def run_eval(cfg: EvalConfig, print_table: bool = True) -> dict:
     with run_lock(plan.out) as waited:  # one eval per --out; the second computes only what is missing
         if waited:
             plan = plan_eval(cfg)
-        execute(plan)
+        try:
+            execute(plan)
+        except BaseException:
+            if plan.fresh_store is not None:  # a run that stored nothing leaves no store behind
+                discard_empty_store(plan.out, plan.fresh_store, keep_dir=True)
+            raise
         results = build_results(plan)
         write_results(plan.out / "results.json", results)
     if print_table:

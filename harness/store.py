@@ -48,7 +48,14 @@ def record_key(record: dict) -> tuple:
     return _identity_key(record)
 
 
-def _check_header(path: Path, line: bytes) -> dict:
+# What to do about a file that is no store: eval writes into --out, a report only reads.
+_NOT_A_STORE_FIX = {
+    "write": "pass another --out or move the file away",
+    "read": "pass a samples.jsonl written by harness eval",
+}
+
+
+def _check_header(path: Path, line: bytes, use: str = "write") -> dict:
     from harness.store_schema import check_header
 
     try:
@@ -57,7 +64,7 @@ def _check_header(path: Path, line: bytes) -> dict:
         header = None
     if not (isinstance(header, dict) and header.get("type") == "header" and check_header(header) is None):
         raise StoreError(
-            f"{path} is not a harness results store (its first line is not a store header): pass another --out or move the file away"
+            f"{path} is not a harness results store (its first line is not a store header): {_NOT_A_STORE_FIX[use]}"
         )
     if header["schema_version"] > SCHEMA_VERSION:
         raise StoreError(
@@ -139,10 +146,10 @@ def read_store(path: str | Path) -> tuple[dict, list[dict]]:
         if tail.startswith(_HEADER_PREFIX) or _HEADER_PREFIX.startswith(tail):
             raise StoreError(f"results store {path} is empty: nothing was evaluated yet")
         raise StoreError(
-            f"{path} is not a harness results store (its first line is not a store header): pass a samples.jsonl written by harness eval"
+            f"{path} is not a harness results store (its first line is not a store header): {_NOT_A_STORE_FIX['read']}"
         )
     header_line, rest = complete.split(b"\n", 1)
-    header = _check_header(path, header_line)
+    header = _check_header(path, header_line, "read")
     records = [r for n, line in _lines(rest, 2) if (r := _parse_record(path, n, line)) is not None]
     return header, records
 
@@ -289,6 +296,28 @@ def _holder(fd: int) -> str:
         return f"pid {info['pid']} on host {info['host']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "another process"
+
+
+def discard_empty_store(out: str | Path, created_out: bool, keep_dir: bool = False) -> None:
+    """Undo a store a rejected run created: <out>/samples.jsonl while it holds its header alone, and
+    <out> itself if the run created it and it is empty then (not when `keep_dir`: the run lock lives
+    there, and another eval may be waiting on it). A store with a record in it is never touched."""
+    out = Path(out)
+    store = out / "samples.jsonl"
+    try:
+        if store.stat().st_size > 1 << 16:
+            return
+        data = store.read_bytes()
+    except OSError:
+        return
+    if data.count(b"\n") != 1 or not data.endswith(b"\n") or not data.startswith(_HEADER_PREFIX):
+        return
+    store.unlink(missing_ok=True)
+    if created_out and not keep_dir:
+        try:
+            out.rmdir()
+        except OSError:  # something else is in it now
+            pass
 
 
 @contextmanager

@@ -185,13 +185,13 @@ def _rope_scaling(text: str | None) -> dict | None:
         ) from None
     if not isinstance(value, dict):
         raise UserError('--rope-scaling must be a JSON object, e.g. \'{"rope_type": "linear", "factor": 2.0}\'')
-    from harness.runners.common import normalise_rope_scaling
+    from harness.runners.common import check_rope_scaling, normalise_rope_scaling
 
-    normalise_rope_scaling(value)  # no rope type: an error now, not when the first model loads
+    normalised = normalise_rope_scaling(value)  # no rope type: an error now, not when the first model loads
+    if normalised is not None:
+        check_rope_scaling(normalised)
     factor = value.get("factor")
-    if factor is not None:
-        if not isinstance(factor, (int, float)) or isinstance(factor, bool):
-            raise UserError(f"--rope-scaling factor {factor!r} is not a number: write e.g. 4.0")
+    if factor is not None:  # a number (check_rope_scaling), and one that scales
         require_above((("--rope-scaling factor", factor, 0),))
     return value
 

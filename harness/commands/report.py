@@ -64,7 +64,7 @@ def load_any(target: str, threshold: float | None) -> dict:
             raise UserError(
                 f"{path} holds neither results.json nor samples.jsonl: pass a run directory written by harness eval"
             )
-    if path.is_file() and _is_store(path):
+    if path.is_file() and (_is_store(path) or path.suffix == ".jsonl"):  # a .jsonl is a store or no results file
         return results_from_store(path, DEFAULT_THRESHOLD if threshold is None else threshold, _suite_tasks())
     results = load_results(path)
     return results if threshold is None else apply_threshold(results, threshold)

@@ -101,6 +101,58 @@ def normalise_rope_scaling(rope_scaling: dict | None) -> dict | None:
     return d
 
 
+# transformers' rope types and the parameters each needs (modeling_rope_utils), so that a bad
+# --rope-scaling is a one-line error when the flag is read, not a KeyError inside model loading.
+_ROPE_REQUIRED = {
+    "default": (),
+    "linear": ("factor",),
+    "dynamic": ("factor",),
+    "yarn": ("factor",),
+    "longrope": ("short_factor", "long_factor"),
+    "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
+}
+_ROPE_NUMBERS = (
+    "factor",
+    "attention_factor",
+    "beta_fast",
+    "beta_slow",
+    "low_freq_factor",
+    "high_freq_factor",
+    "mscale",
+    "mscale_all_dim",
+)
+
+
+def check_rope_scaling(rope_scaling: dict) -> None:
+    """UserError naming what is wrong with a --rope-scaling object (normalised: it has a rope_type)."""
+    kind = rope_scaling["rope_type"]
+    example = ' e.g. {"rope_type": "yarn", "factor": 4.0}'
+    if not isinstance(kind, str) or kind not in _ROPE_REQUIRED:
+        raise UserError(
+            f"--rope-scaling rope_type {kind!r} is unknown: use one of {', '.join(_ROPE_REQUIRED)},{example}"
+        )
+    missing = [k for k in _ROPE_REQUIRED[kind] if k not in rope_scaling]
+    if missing:
+        raise UserError(f"--rope-scaling of rope_type {kind!r} needs {', '.join(missing)}: add them to the JSON object")
+    for key in _ROPE_NUMBERS:
+        value = rope_scaling.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise UserError(f"--rope-scaling {key} {value!r} is not a number: write e.g. 4.0")
+    original = rope_scaling.get("original_max_position_embeddings")
+    if original is not None and (isinstance(original, bool) or not isinstance(original, int) or original < 1):
+        raise UserError(
+            f"--rope-scaling original_max_position_embeddings {original!r} is not a positive integer of tokens"
+        )
+    for key in ("short_factor", "long_factor"):
+        value = rope_scaling.get(key)
+        if value is not None and not (
+            isinstance(value, list)
+            and value
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        ):
+            raise UserError(f"--rope-scaling {key} must be a list of numbers (one per rotary frequency)")
+
+
 def rope_override_dict(config, rope_theta: float | None, rope_scaling: dict | None) -> dict:
     """Attributes to set on an HF config (or pass as vLLM hf_overrides) for the rope flags.
 

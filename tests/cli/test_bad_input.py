@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.errors import UserError
 from harness.results_schema import SCHEMA_VERSION
 
 
@@ -226,6 +227,7 @@ def ws(tmp_path_factory, tiny_llama_dir):
     rec.update(task_version="1", length="4k", index=0, seed=42, score="high")
     (bad / "samples.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(rec) + "\n")
     (root / "store-foreign.jsonl").write_text('{"type": "header", "schema_version": 99}\n')
+    (root / "store-noheader.jsonl").write_text(json.dumps(rec) + "\n")  # records, but no header line
     (res / "good2.json").write_text(json.dumps(GOOD2))
     _bad_stores(root, header)
     _data_files(root)
@@ -441,6 +443,20 @@ CASES: list[tuple[str, list[str]]] = [
     ("eval-rope-scaling-list", _eval("--rope-scaling", "[1]")),
     ("eval-rope-scaling-no-type", _eval("--rope-scaling", '{"factor": 2.0}')),
     ("eval-rope-scaling-negative-factor", _eval("--rope-scaling", '{"rope_type": "linear", "factor": -2}')),
+    ("eval-rope-scaling-unknown-type", _eval("--rope-scaling", '{"rope_type": "bogus", "factor": 4}')),
+    ("eval-rope-scaling-type-not-text", _eval("--rope-scaling", '{"rope_type": 5, "factor": 2}')),
+    ("eval-rope-scaling-yarn-no-factor", _eval("--rope-scaling", '{"rope_type": "yarn"}')),
+    ("eval-rope-scaling-llama3-missing", _eval("--rope-scaling", '{"rope_type": "llama3", "factor": 4}')),
+    ("eval-rope-scaling-longrope-missing", _eval("--rope-scaling", '{"rope_type": "longrope", "factor": 4}')),
+    ("eval-rope-scaling-text-number", _eval("--rope-scaling", '{"rope_type": "yarn", "factor": 4, "beta_fast": "x"}')),
+    (
+        "eval-rope-scaling-original-text",
+        _eval("--rope-scaling", '{"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": "x"}'),
+    ),
+    (
+        "eval-rope-scaling-factor-list-junk",
+        _eval("--rope-scaling", '{"rope_type": "longrope", "short_factor": [1, "a"], "long_factor": [1]}'),
+    ),
     # ---- eval: tasks, checkpoints, output
     ("eval-unknown-task", _eval("--tasks", "no_such_task")),
     ("eval-unknown-suite", _eval_no("--tasks", "--suite", "no_such_suite")),
@@ -479,6 +495,7 @@ CASES: list[tuple[str, list[str]]] = [
     ("report-corrupt-store", ["report", "store-corrupt"]),
     ("report-newer-store", ["report", "store-foreign.jsonl"]),
     ("report-store-bad-types", ["report", "store-badtypes"]),
+    ("report-store-without-header", ["report", "store-noheader.jsonl"]),
     ("eval-out-store-bad-types", EVAL + ["--out", "store-badtypes", "--no-progress"]),
     ("report-threshold-nan", ["report", "results/good.json", "--threshold", "nan"]),
     ("report-threshold-negative", ["report", "results/good.json", "--threshold=-1"]),
@@ -665,6 +682,11 @@ def test_table_is_large_and_ids_unique():
 
 # What the one line must name for the section-4 classes: each case fails for its own reason, not an earlier one.
 EXPECT = {
+    "report-store-without-header": "is not a harness results store (its first line is not a store header): pass a samples.jsonl",
+    "eval-rope-scaling-unknown-type": "rope_type 'bogus' is unknown",
+    "eval-rope-scaling-yarn-no-factor": "needs factor",
+    "eval-rope-scaling-llama3-missing": "needs low_freq_factor, high_freq_factor, original_max_position_embeddings",
+    "eval-rope-scaling-text-number": "beta_fast 'x' is not a number",
     **{
         f"{cmd}-{name}": "does not follow the results.json schema"
         for name in BAD_RESULTS_2
@@ -824,3 +846,43 @@ def test_messages_name_the_problem(ws, capsys, monkeypatch):
     report = err_of(["report", "results/lengths-null.json"])
     board = err_of(["leaderboard", "results/lengths-null.json", "--out", "out-lb"])
     assert report == board and 'suites.ruler.lengths"' in report
+
+
+def test_a_run_rejected_after_opening_a_new_store_leaves_no_store(tiny_llama_dir, tmp_path, monkeypatch, capsys):
+    """The store is opened before samples are generated and models load; a run rejected there (an
+    unwritable sample cache, a model that fails to load) leaves no header-only samples.jsonl, and no
+    --out folder it created. A store with records is never touched (tests of resumption keep them)."""
+    from harness import evaluate
+
+    monkeypatch.chdir(tmp_path)
+    argv = [
+        "eval",
+        "--ckpts",
+        str(tiny_llama_dir),
+        "--tasks",
+        "vt",
+        "--lengths",
+        "1k",
+        "--samples",
+        "1",
+        "--no-progress",
+    ]
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the sample cache would go")
+    assert main([*argv, "--out", "fresh", "--cache-dir", str(blocker / "cache")]) == 2
+    assert "error: " in capsys.readouterr().err and not (tmp_path / "fresh").exists()
+
+    def fails(plan):
+        raise UserError("the model failed to load: a test")
+
+    monkeypatch.setattr(evaluate, "execute", fails)
+    assert main([*argv, "--out", "fresh2"]) == 2
+    assert not (tmp_path / "fresh2" / "samples.jsonl").exists()  # the folder keeps the run lock only
+    assert [p.name for p in (tmp_path / "fresh2").iterdir()] == [".eval.lock"]
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--out", "kept"]) == 0
+    before = (tmp_path / "kept" / "samples.jsonl").read_bytes()
+    monkeypatch.setattr(evaluate, "execute", fails)
+    assert main([*argv, "--out", "kept", "--samples", "2"]) == 2
+    assert (tmp_path / "kept" / "samples.jsonl").read_bytes() == before
