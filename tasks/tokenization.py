@@ -40,11 +40,17 @@ def load_tokenizer(name_or_path: str, fix: str = _PASS_TOKENIZER):
         os.sep in name_or_path and not name_or_path.count("/") == 1 or name_or_path.startswith((".", "~"))
     ):
         raise UserError(f"tokenizer not found: {name_or_path} is not a directory; {fix}")
+    unreachable = None if local else _hub_unreachable()
     try:
-        tok = AutoTokenizer.from_pretrained(
-            name_or_path, local_files_only=local or bool(os.environ.get("HF_HUB_OFFLINE"))
-        )
+        # A hub name with the hub out of reach reads the hub cache only: huggingface_hub would retry
+        # for ~50 s (23 lines of warnings) before saying what this says at once.
+        tok = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local or unreachable is not None)
     except (OSError, ValueError) as exc:
+        if unreachable is not None:
+            raise UserError(
+                f"cannot load tokenizer {name_or_path!r}: it is not a local directory, not in the hub cache, and "
+                f"{unreachable}; pass a local model directory"
+            ) from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot load tokenizer {name_or_path!r} ({first}); {fix}") from None
     if not getattr(tok, "is_fast", False):
@@ -52,6 +58,18 @@ def load_tokenizer(name_or_path: str, fix: str = _PASS_TOKENIZER):
             f"tokenizer {name_or_path!r} has no fast (Rust) version; the length rule needs a fast tokenizer"
         )
     return tok
+
+
+def _hub_unreachable() -> str | None:
+    """Why the hub cannot be asked now ("the hub is unreachable: offline: HF_HUB_OFFLINE is set", a
+    failed connection probed once per process: tasks/hub.py), or None."""
+    from tasks import hub
+
+    try:
+        hub.check()
+    except hub.HubUnreachable as exc:
+        return str(exc)
+    return None
 
 
 # transformers' named special tokens (PreTrainedTokenizerBase.SPECIAL_TOKENS_ATTRIBUTES), in its order

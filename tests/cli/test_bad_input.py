@@ -636,6 +636,8 @@ CASES: list[tuple[str, list[str]]] = [
 
 # Cases that set HARNESS_* variables (data named by the environment instead of a flag).
 ENV_CASES: list[tuple[str, list[str], dict[str, str]]] = [
+    # a hub name with the hub out of reach: one line at once, not ~50 s of retries (tasks/tokenization.py)
+    ("eval-ckpts-hub-name-offline", _eval(ckpts="no-such-org/no-such-model"), {"HF_HUB_OFFLINE": "1"}),
     *[
         (f"eval-env-ppl-{name}", _eval("--tasks", "ppl"), {"HARNESS_PPL_DATA": f"data/ppl-{name}"})
         for name in (
@@ -682,6 +684,7 @@ def test_table_is_large_and_ids_unique():
 
 # What the one line must name for the section-4 classes: each case fails for its own reason, not an earlier one.
 EXPECT = {
+    "eval-ckpts-hub-name-offline": "not in the hub cache, and the hub is unreachable: offline: HF_HUB_OFFLINE is set",
     "report-store-without-header": "is not a harness results store (its first line is not a store header): pass a samples.jsonl",
     "eval-rope-scaling-unknown-type": "rope_type 'bogus' is unknown",
     "eval-rope-scaling-yarn-no-factor": "needs factor",
