@@ -19,7 +19,8 @@ time of batch 1 at 4K and changed 5 of 25 bf16 predictions), and 8 decoding rows
 layers) run transformers generate one unpadded row at a time.
 Generation stops at any EOS id of the model (tokenizer, config and generation config, as transformers'
 generate and vLLM stop; several ids are in the records' identity as `eos_ids`); stop strings cut the
-decoded text afterwards, which gives the same text as stopping early. A sequence that does not fit in memory stops with a UserError naming the flags that help.
+decoded text afterwards, which gives the same text as stopping early. A sequence that does not fit
+in memory stops with a UserError naming the flags that help.
 
 Loglikelihood runs right-padded batches: at most --batch-size rows and at most `max_batch_tokens`
 (settings.extra, default DEFAULT_BATCH_TOKENS) padded tokens, so the batch shrinks as length grows
