@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def plain(model, tokenizer, eos, pad, ids_list, max_new, rows: int) -> list[list[int]]:
+def plain(model, tokenizer, stops, pad, ids_list, max_new, rows: int) -> list[list[int]]:
     import torch
 
     out = []
@@ -41,14 +41,15 @@ def plain(model, tokenizer, eos, pad, ids_list, max_new, rows: int) -> list[list
                 attention_mask=mask,
                 do_sample=False,
                 max_new_tokens=max_new,
-                eos_token_id=eos,
+                eos_token_id=list(stops) or None,
                 pad_token_id=pad,
                 temperature=None,
                 top_p=None,
                 top_k=None,
             )
         for row in gen[:, width:].tolist():
-            out.append(row[: row.index(eos)] if eos in row else row)
+            end = next((k for k, t in enumerate(row) if t in stops), len(row))  # the runner's stop ids
+            out.append(row[:end])
     return out
 
 
@@ -96,7 +97,7 @@ def main() -> None:
             t = time.perf_counter()
             ref = [
                 tok.decode(x, skip_special_tokens=True)
-                for x in plain(model, tok, runner.eos_id, runner.pad_id, ids, max_new, 1)
+                for x in plain(model, tok, runner.stop_ids, runner.pad_id, ids, max_new, 1)
             ]
             t_ref = time.perf_counter() - t
             same = sum(a == b for a, b in zip(got, ref))
@@ -108,7 +109,7 @@ def main() -> None:
             if args.padded_batch:
                 pad = [
                     tok.decode(x, skip_special_tokens=True)
-                    for x in plain(model, tok, runner.eos_id, runner.pad_id, ids, max_new, args.padded_batch)
+                    for x in plain(model, tok, runner.stop_ids, runner.pad_id, ids, max_new, args.padded_batch)
                 ]
                 line += f" {sum(a == b for a, b in zip(got, pad)):>10}/{len(reqs):<3}"
             print(line + f"   (engine {t_eng:.0f} s, 1-row generate {t_ref:.0f} s)", flush=True)
