@@ -257,6 +257,8 @@ def config_from_args(args: argparse.Namespace):
     set_judge(args.judge_base_url, args.judge_model, args.judge_api_key_env)
     ckpts, suite, tasks, exclude = args.ckpts, args.suite, split_csv(args.tasks), split_csv(args.exclude)
     lengths, samples = args.lengths, args.samples
+    if lengths is not None and not lengths.strip():  # given but empty: not the default 4k-128k in silence
+        raise UserError("--lengths is empty: pass lengths such as 4k-128k or 1k,4k")
     if args.embedded:
         from harness import embedded_eval
 

@@ -684,6 +684,7 @@ def test_table_is_large_and_ids_unique():
 
 # What the one line must name for the section-4 classes: each case fails for its own reason, not an earlier one.
 EXPECT = {
+    "eval-lengths-empty": "--lengths is empty",
     "eval-ckpts-hub-name-offline": "not in the hub cache, and the hub is unreachable: offline: HF_HUB_OFFLINE is set",
     "report-store-without-header": "is not a harness results store (its first line is not a store header): pass a samples.jsonl",
     "eval-rope-scaling-unknown-type": "rope_type 'bogus' is unknown",
