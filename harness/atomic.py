@@ -74,6 +74,14 @@ def os_error(path: str | Path, exc: OSError, needed: int | None = None) -> UserE
     """The UserError for an OSError raised while writing path."""
     if exc.errno in _DISK_FULL:
         return disk_full_error(path, needed)
+    if exc.errno == errno.ENOTDIR:  # a file stands where a folder of the path should be
+        from harness.paths import file_in_the_way
+
+        blocker = file_in_the_way(path)
+        if blocker is not None:
+            return UserError(
+                f"cannot write {path}: {blocker} is a file, not a directory; pass a path under a directory"
+            )
     return UserError(f"cannot write {path} ({exc.strerror or exc}): check that directory's permissions and space")
 
 

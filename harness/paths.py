@@ -33,6 +33,11 @@ def _control_char(text: str) -> str | None:
     return None
 
 
+def file_in_the_way(path: str | os.PathLike) -> Path | None:
+    """The nearest folder of `path` that is a file (nothing can be created under it), or None."""
+    return next((p for p in Path(os.fspath(path)).parents if p.is_file()), None)
+
+
 def check_out(value: str | os.PathLike | None, flag: str = "--out", *, must_be_dir: bool = True) -> Path:
     """An output directory the user named: not empty, no control characters, not an existing file."""
     text = os.fspath(value) if value is not None else ""
@@ -44,6 +49,9 @@ def check_out(value: str | os.PathLike | None, flag: str = "--out", *, must_be_d
     path = Path(text).expanduser()
     if must_be_dir and path.exists() and not path.is_dir():
         raise UserError(f"{flag} {path} is a file: pass a directory (it is created if missing)")
+    blocker = file_in_the_way(path)
+    if blocker is not None:
+        raise UserError(f"{flag} {path} is under {blocker}, which is a file: pass a path under a directory")
     return path
 
 

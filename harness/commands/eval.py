@@ -187,6 +187,8 @@ def _rope_scaling(text: str | None) -> dict | None:
         raise UserError('--rope-scaling must be a JSON object, e.g. \'{"rope_type": "linear", "factor": 2.0}\'')
     from harness.runners.common import check_rope_scaling, normalise_rope_scaling
 
+    if not value:  # {} would mean no scaling at all, in silence
+        raise UserError('--rope-scaling {} names no rope_type: write e.g. \'{"rope_type": "yarn", "factor": 4.0}\'')
     normalised = normalise_rope_scaling(value)  # no rope type: an error now, not when the first model loads
     if normalised is not None:
         check_rope_scaling(normalised)

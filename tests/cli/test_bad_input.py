@@ -443,6 +443,7 @@ CASES: list[tuple[str, list[str]]] = [
     ("eval-rope-scaling-list", _eval("--rope-scaling", "[1]")),
     ("eval-rope-scaling-no-type", _eval("--rope-scaling", '{"factor": 2.0}')),
     ("eval-rope-scaling-negative-factor", _eval("--rope-scaling", '{"rope_type": "linear", "factor": -2}')),
+    ("eval-rope-scaling-empty-object", _eval("--rope-scaling", "{}")),
     ("eval-rope-scaling-unknown-type", _eval("--rope-scaling", '{"rope_type": "bogus", "factor": 4}')),
     ("eval-rope-scaling-type-not-text", _eval("--rope-scaling", '{"rope_type": 5, "factor": 2}')),
     ("eval-rope-scaling-yarn-no-factor", _eval("--rope-scaling", '{"rope_type": "yarn"}')),
@@ -470,6 +471,8 @@ CASES: list[tuple[str, list[str]]] = [
     ("eval-ckpts-empty-dir", _eval(ckpts="ckpt-empty")),
     ("eval-ckpts-mixed-tokenizers", _eval(ckpts="ckpt,ckpt-notok")),
     ("eval-out-is-a-file", EVAL + ["--out", "afile", "--no-progress"]),
+    ("eval-out-under-a-file", EVAL + ["--out", "afile/sub", "--no-progress"]),
+    ("eval-cache-under-a-file", EVAL + ["--out", "fresh-out", "--cache-dir", "afile/cache", "--no-progress"]),
     ("eval-out-corrupt-store", EVAL + ["--out", "store-corrupt", "--no-progress"]),
     # ---- generate
     ("generate-samples-0", GEN + ["--samples", "0"] + GEN_OUT),
@@ -684,6 +687,8 @@ def test_table_is_large_and_ids_unique():
 
 # What the one line must name for the section-4 classes: each case fails for its own reason, not an earlier one.
 EXPECT = {
+    "eval-out-under-a-file": "is under afile, which is a file: pass a path under a directory",
+    "eval-cache-under-a-file": "afile is a file, not a directory",
     "eval-lengths-empty": "--lengths is empty",
     "eval-ckpts-hub-name-offline": "not in the hub cache, and the hub is unreachable: offline: HF_HUB_OFFLINE is set",
     "report-store-without-header": "is not a harness results store (its first line is not a store header): pass a samples.jsonl",

@@ -343,7 +343,7 @@ CASES = [
     Case("model-no-tokenizer", "the tokenizer files must be in the --model directory", model=model_no_tokenizer),
     # output / run directory
     Case("out-is-a-file", "--out", out=out_is_file),
-    Case("out-under-a-file", "cannot create --out", out=out_under_file),
+    Case("out-under-a-file", "which is a file: pass a path under a directory", out=out_under_file),
     Case("state-latest-garbage", "not a state name", out=run_latest_garbage),
     Case("state-latest-binary", "unreadable bytes", out=run_latest_binary),
     Case("state-latest-names-missing-step", "names step-7", out=run_latest_missing_step),
