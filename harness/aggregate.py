@@ -28,7 +28,9 @@ The math, in order (scores are x100):
   6. NoLiMa's effective length (summary "effective_length_nolima", length-controlled suites):
      the base score is the mean of the per-length averages at lengths <= 1K (else at the shortest
      length); the value is the largest evaluated L with the average >= 0.85 x base at every
-     evaluated length <= L (see base_relative_effective_length).
+     evaluated length <= L (see base_relative_effective_length). A suite of NoLiMa records (their
+     metadata names each needle test) gets the paper's rule instead (tasks/nolima/effective.py,
+     "rule": "nolima-paper"): per test the best score at 250/500/1K, averaged over tests.
 Excluded and unavailable tasks are listed and never averaged (as zeros or otherwise); every
 average says how many of the suite's tasks it covers (tasks_covered / tasks_total).
 
@@ -58,6 +60,7 @@ from pathlib import Path
 import numpy as np
 
 from harness import stats as bootstrap
+from harness.degenerate import Degenerate
 from harness.errors import UserError
 from harness.paired import cell_replicates, is_perplexity, mean_of
 from harness.results_schema import SCHEMA_VERSION, validate_results
@@ -314,6 +317,13 @@ def _aggregate_suite(
                 stats["num_samples_range"] = [min(num), max(num)]
             if (t, L) in reps:
                 stats.update(_interval(reps[(t, L)], ckpts, per_ckpt, (t, L)))
+            shares = (per.get("degenerate") or {}).get((t, L))
+            if shares is not None:  # empty / ran to max new tokens / looping, named never averaged in silence
+                stats["degenerate"] = shares
+            block = per["blocks"].get((t, L))
+            bound = None if block is not None and is_perplexity(block) else _bound(stats, _chance(t))
+            if bound:
+                stats["bound"] = bound
             per_task[t][str(L)] = stats
         task_reps = {L: reps[(t, L)] for L in task_len if (t, L) in reps}
         summary = _summaries(task_len, lengths, ckpts, labels, task_reps, (t,))
@@ -381,6 +391,10 @@ def _aggregate_suite(
                 if r is not None:
                     entry.update(_interval(r, ckpts, per_ckpt, ("category", cat, tuple(covered), L)))
                 out["categories"][cat][str(L)] = entry
+    if spec.get("headline"):
+        out["headline"] = _headline(spec["headline"], evaluated, cell, counts, lengths, ckpts, labels, reps)
+    if spec.get("protocol"):
+        out["protocol"] = spec["protocol"]
     blocks = {t: {str(L): per["blocks"][(t, L)] for L in lengths if (t, L) in per["blocks"]} for t in evaluated}
     if any(blocks.values()):
         out["samples"] = {t: b for t, b in blocks.items() if b}
@@ -388,6 +402,77 @@ def _aggregate_suite(
     if heatmap:
         out["depth_heatmap"] = heatmap
     return out
+
+
+def _headline(
+    spec: dict, evaluated: list[str], cell: dict, counts: dict, lengths: list[int], ckpts, labels, reps: dict
+) -> dict:
+    """The reference's headline (tasks.registry.Headline): per group and length, within each
+    checkpoint the mean over categories of each category's mean over its tasks (or pooled samples),
+    then statistics and the bootstrap interval over checkpoints, as every other average; an Avg over
+    lengths when every length has a value."""
+    fps = [c["fingerprint"] for c in ckpts]
+    pooled = spec.get("weighting") == "samples"
+    weights = counts if pooled else None
+    groups = {}
+    for group, cats in spec["groups"].items():
+        per_len: dict[int, dict[str, float]] = {}
+        per_length, len_reps = {}, {}
+        for L in lengths:
+            cat_means = []  # (tasks covered, {fingerprint: category mean})
+            for cat_tasks in cats.values():
+                got = _group_average([t for t in cat_tasks if t in evaluated], cell, [L], fps, weights)
+                if L in got:
+                    cat_means.append(got[L])
+            common = [fp for fp in fps if cat_means and all(fp in pc for _, pc in cat_means)]
+            if not common:
+                continue
+            per_ckpt = {fp: sum(pc[fp] for _, pc in cat_means) / len(cat_means) for fp in common}
+            per_len[L] = per_ckpt
+            entry = {
+                **_stats(per_ckpt, ckpts, labels),
+                "categories_covered": len(cat_means),
+                "categories_total": int((spec.get("categories_total") or {}).get(group, len(cats))),
+                "tasks_covered": sum(len(covered) for covered, _ in cat_means),
+            }
+            cat_reps = [
+                _group_reps(covered, L, reps, _sample_weights(covered, L, counts, pc) if pooled else None)
+                for covered, pc in cat_means
+            ]
+            if all(r is not None for r in cat_reps):
+                r = mean_of([r for r in cat_reps if r is not None], None)
+                len_reps[L] = r
+                entry.update(_interval(r, ckpts, per_ckpt, ("headline", group, L)))
+            per_length[str(L)] = entry
+        summary = _summaries(per_len, lengths, ckpts, labels, len_reps, ("headline", group))
+        groups[group] = {"per_length": per_length, **({"avg": summary["avg"]} if "avg" in summary else {})}
+    out = {"label": spec["label"], "groups": groups}
+    if pooled:
+        out["weighting"] = "samples"
+    return out
+
+
+def _chance(task: str) -> float:
+    """The task's chance level x100 (Task.chance: 25 for four options; 0 for generation tasks)."""
+    from tasks.registry import get_task
+
+    try:
+        return float(getattr(get_task(task), "chance", 0.0))
+    except UserError:  # a task this harness does not know (an imported or renamed one)
+        return 0.0
+
+
+def _bound(stats: dict, chance: float) -> str | None:
+    """ "floor" when the cell's 95% interval reaches the task's chance level (or 0), "ceiling" when it
+    reaches 100, "floor and ceiling" when both: such a cell cannot tell two runs apart (a reader must
+    not read a difference into two floors). Without an interval, the mean itself at the bound."""
+    lo, hi = stats.get("ci_low"), stats.get("ci_high")
+    if lo is None or hi is None:
+        lo = hi = stats["mean"]
+    floor, ceiling = lo <= chance + 1e-9, hi >= 100.0 - 1e-9
+    if floor and ceiling:
+        return "floor and ceiling"
+    return "floor" if floor else "ceiling" if ceiling else None
 
 
 def _depth_heatmap(tasks: list[str], lengths: list[int], depth: dict, ckpts: list[dict]) -> dict | None:
@@ -432,18 +517,28 @@ def aggregate(
     sums: dict[tuple, list[float]] = defaultdict(list)
     counts: dict[tuple, int] = defaultdict(int)
     nll: dict[tuple, list] = {}  # perplexity cells: [nll of each sample, sum scored tokens]
-    seen: set[tuple] = set()
+    seen: dict[tuple, tuple] = {}  # record key -> (prediction, score) of the record counted
+    conflicts = 0  # later records of a counted key with other content: said, never chosen in silence
     collected = _Collected()
+    nolima_rows: dict[str, list] = defaultdict(list)  # task -> (length, test, fp, score x100)
     for r in records:
         fp = r["checkpoint"]["fingerprint"]
         k = record_key(r)
-        if fp not in known or k in seen:  # another (older) checkpoint, or a duplicate record
+        if fp not in known:  # another (older) checkpoint
             continue
-        seen.add(k)
+        content = (r.get("prediction"), float(r["score"]))
+        if k in seen:  # a duplicate: the first written counts; one of other content is reported
+            conflicts += seen[k] != content
+            continue
+        seen[k] = content
+        if (r.get("metadata") or {}).get("unscored"):  # the reference's scorer skips it (HELMET's eval_alce)
+            continue
         cell_key = (r["task"], int(r["length"]), fp)
         sums[cell_key].append(float(r["score"]))
         counts[cell_key] += 1
         meta = r.get("metadata") or {}
+        if "test" in meta and r.get("metric") == "contains":  # NoLiMa: its base score is per test
+            nolima_rows[r["task"]].append((int(r["length"]), str(meta["test"]), fp, 100.0 * float(r["score"])))
         if "nll" in meta and "tokens" in meta:
             acc = nll.setdefault(cell_key, [[], 0])
             acc[0].append(float(meta["nll"]))
@@ -469,7 +564,7 @@ def aggregate(
             },
         }
 
-    return {
+    out: dict = {
         "schema_version": SCHEMA_VERSION,
         "run": run,
         "provenance": provenance,
@@ -481,6 +576,27 @@ def aggregate(
             for name, spec in suites.items()
         },
     }
+    for name, spec in suites.items():  # NoLiMa's effective length by the paper's rule (per-test base)
+        rows = [x for t in spec["tasks"] if t in nolima_rows for x in nolima_rows[t]]
+        if rows and name in out["suites"]:
+            from tasks.nolima.effective import effective_length as nolima_effective_length
+            from tasks.nolima.effective import per_test_means
+
+            rel = nolima_effective_length(per_test_means(rows))
+            if "scores" in rel:
+                rel["scores"] = {str(L): v for L, v in rel["scores"].items()}
+            out["suites"][name]["summary"]["effective_length_nolima"] = rel
+    if conflicts:
+        out["conflicting_records"] = conflicts
+    whole = Degenerate()  # the run's predictions together: "all empty" is said in the last line
+    for d in collected.degenerate.values():
+        whole.total += d.total
+        whole.empty += d.empty
+        whole.at_max += d.at_max
+        whole.repeat += d.repeat
+    if whole.total:
+        out["degenerate"] = whole.shares()
+    return out
 
 
 class _Collected:
@@ -493,6 +609,7 @@ class _Collected:
         self.seconds: dict[tuple, list] = {}  # (task, L) -> [seconds, samples]
         self.total_seconds = 0.0
         self.total_samples = 0
+        self.degenerate: dict[tuple, Degenerate] = {}  # (task, L) -> degenerate predictions, all checkpoints
 
     def add(self, r: dict, fp: str) -> None:
         task, L, meta = r["task"], int(r["length"]), r.get("metadata") or {}
@@ -507,6 +624,7 @@ class _Collected:
         if "nll" in meta and "tokens" in meta:
             entry.update(nll=float(meta["nll"]), tokens=int(meta["tokens"]))
         c["by"].setdefault(fp, {})[int(r["index"])] = entry
+        self.degenerate.setdefault((task, L), Degenerate()).add(r)
         depths, refs = meta.get("answer_depths"), meta.get("references")
         if depths and refs and len(depths) == len(refs) and r.get("metric"):
             from tasks.metrics import METRICS
@@ -544,7 +662,8 @@ class _Collected:
             blocks[(task, L)] = block
             reps[(task, L)] = cell_replicates(task, L, block, [labels[ck["fingerprint"]] for ck in ckpts])
             assert is_perplexity(block) == ppl
-        return {"blocks": blocks, "reps": reps, "depth": self.depth, "seconds": self.seconds}
+        degenerate = {k: sh for k, d in self.degenerate.items() if (sh := d.shares()) is not None}
+        return {"blocks": blocks, "reps": reps, "depth": self.depth, "seconds": self.seconds, "degenerate": degenerate}
 
 
 def _num(v: float) -> float:
@@ -643,7 +762,24 @@ def _latest_settings(records: list[dict]) -> list[dict]:
     from harness.identity import settings_id
 
     latest = {r["checkpoint"]["fingerprint"]: settings_id(r.get("settings")) for r in records}
-    return [r for r in records if settings_id(r.get("settings")) == latest[r["checkpoint"]["fingerprint"]]]
+    kept = [r for r in records if settings_id(r.get("settings")) == latest[r["checkpoint"]["fingerprint"]]]
+    # Likewise per checkpoint and task, the task version and data of its latest record: a data file
+    # whose content changed (or a new task version) made new records beside the old ones, and a
+    # cell must not average the two contents.
+    made = {(r["checkpoint"]["fingerprint"], r["task"]): (r["task_version"], r.get("dataset_hash")) for r in kept}
+    return [
+        r
+        for r in kept
+        if (r["task_version"], r.get("dataset_hash")) == made[(r["checkpoint"]["fingerprint"], r["task"])]
+    ]
+
+
+def _suite_headline(name: str, seen: list[str]) -> dict | None:
+    """The registered headline of a suite, restricted to the tasks the store holds."""
+    from tasks.registry import suite_headline
+
+    headline = suite_headline(name)
+    return headline.to_spec(seen) if headline is not None else None
 
 
 def _suite_weighting(name: str) -> str | None:
@@ -690,6 +826,18 @@ def results_from_store(
             suites[name]["length_controlled"] = controlled
         if _suite_weighting(name):  # LongBench v2 pools its cells' samples, in a re-aggregation too
             suites[name]["weighting"] = _suite_weighting(name)
+        headline = _suite_headline(name, seen)
+        if headline:
+            suites[name]["headline"] = headline
+        protocols = sorted(
+            {
+                str(p)
+                for r in records
+                if r.get("suite", "tasks") == name and (p := (r.get("settings") or {}).get("protocol"))
+            }
+        )
+        if protocols:
+            suites[name]["protocol"] = protocols[0] if len(protocols) == 1 else protocols
     ckpts = checkpoints_from_records(records)
     current = {c["fingerprint"] for c in ckpts}
     used = _latest_settings([r for r in records if r["checkpoint"]["fingerprint"] in current])

@@ -180,8 +180,25 @@ def _expand_range(item: str) -> list[str]:
     if not found:
         raise UserError(
             f"no checkpoint directory matches {item!r} (steps {lo}..{hi}): check the path and the step range"
+            + _set_aside_hint(item)
         )
     return found
+
+
+def _set_aside_hint(item: str) -> str:
+    """A training run killed while replacing a checkpoint leaves it as .old-<name> beside the
+    pattern's folder (training/checkpointing.py); say so instead of only "no match"."""
+    folder = os.path.dirname(os.path.expanduser(item).replace("\0", "")) or "."
+    try:
+        aside = sorted(n for n in os.listdir(folder) if n.startswith(".old-"))
+    except OSError:
+        return ""
+    if not aside:
+        return ""
+    return (
+        f"; {folder} holds {', '.join(aside[:3])}{' ...' if len(aside) > 3 else ''}: a checkpoint a training run "
+        "was replacing when it stopped; re-run its train command (it finishes the replacement) or rename it"
+    )
 
 
 def expand_item(item: str) -> list[tuple[str, bool]]:
@@ -196,7 +213,7 @@ def expand_item(item: str) -> list[tuple[str, bool]]:
     if _GLOB_CHARS & set(item):
         found = [p for p in glob.glob(path) if os.path.isdir(p)]
         if not found:
-            raise UserError(f"no checkpoint directory matches {item!r}: check the pattern")
+            raise UserError(f"no checkpoint directory matches {item!r}: check the pattern" + _set_aside_hint(item))
         return [(p, True) for p in found]
     if os.path.exists(path):
         if not os.path.isdir(path):

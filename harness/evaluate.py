@@ -34,6 +34,7 @@ from harness.runners.base import RunnerSettings
 from harness.runners.common import model_stop_ids
 from harness.runners.registry import backend_record_settings
 from harness.store import discard_empty_store
+from tasks.base import DEFAULT_LENGTHS
 from tasks.lengths import format_length
 
 DEFAULT_SAMPLES = 500  # RULER's num_samples: the default per length-controlled task and length
@@ -46,7 +47,7 @@ class EvalConfig:
     """Everything `harness eval` takes; field names follow the flags."""
 
     ckpts: str
-    lengths: str = "4k-128k"
+    lengths: str | None = None  # None: each task's default (4k-128k for RULER-style tasks)
     suite: str | None = None
     tasks: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
@@ -88,6 +89,10 @@ class EvalConfig:
     system_prompt: str | None = None
     strip_thinking: bool = False
     prefix_reuse: bool = True  # compute shared prompt prefixes once (never changes an output)
+    # Input protocol of the families with a published reference (tasks/base.py Task.protocols):
+    # "reference" shows the model the reference's own inputs, "exact-length" fills L in its tokens.
+    protocol: str = "reference"
+    no_doctor: bool = False  # `harness eval --no-doctor`: the set-up checks were skipped (provenance says)
 
 
 @dataclass
@@ -114,15 +119,16 @@ class Plan:
     record_settings: dict[str, dict] = field(default_factory=dict)  # checkpoint fingerprint -> record settings
     # this plan created <out>/samples.jsonl (None: it was there); True: <out> as well (discard_empty_store)
     fresh_store: bool | None = None
+    requested: list[int] | None = None  # the parsed --lengths; None: each task's default
 
 
-def _task_lengths(task, lengths: list[int], truncation_budget: int) -> list[int]:
-    """Lengths a task runs at. RULER-style tasks: the requested lengths. LongBench-style generation
-    tasks (fixed data, middle truncation): one length, the whole budget the prompt is cut to
-    (pred.py's rule: context minus the task's tokens to generate). Loglikelihood suites: 0."""
-    if task.length_controlled:
-        return lengths
-    return [truncation_budget] if task.kind == "generate" and not task.no_context else [0]
+PROTOCOLS = ("reference", "exact-length")
+
+
+def _task_lengths(task, requested: list[int] | None, context: int, max_length: int | None) -> list[int]:
+    """Lengths a task runs at (Task.task_lengths): RULER-style tasks the requested lengths, a fixed
+    dataset its truncation budget or its reference's own grid, loglikelihood suites 0."""
+    return task.task_lengths(requested, context, max_length)
 
 
 def _num_samples(task, length: int, samples: int | None, tokenizer) -> int:
@@ -135,7 +141,8 @@ def _num_samples(task, length: int, samples: int | None, tokenizer) -> int:
     if counter is not None:
         avail = counter(length, tokenizer)
     if samples is None:
-        want = DEFAULT_SAMPLES if task.length_controlled or avail is None else avail
+        own = task.default_samples(length)  # a reference's own count (HELMET 100, BABILong's files)
+        want = own if own is not None else DEFAULT_SAMPLES if task.length_controlled or avail is None else avail
     else:
         want = samples
     return want if avail is None else min(want, avail)
@@ -155,6 +162,8 @@ def _resolve_tasks(cfg: EvalConfig):
     from tasks.registry import all_suites, get_task, resolve_tasks
 
     names = resolve_tasks(cfg.suite, cfg.tasks or None, cfg.exclude or None)
+    if cfg.protocol not in PROTOCOLS:
+        raise UserError(f"unknown protocol {cfg.protocol!r}: choose from {', '.join(PROTOCOLS)}")
     if cfg.suite and not cfg.tasks:
         label, full = cfg.suite, all_suites()[cfg.suite]
     else:
@@ -162,6 +171,7 @@ def _resolve_tasks(cfg: EvalConfig):
     tasks, unavailable = [], {}
     for n in names:
         task = get_task(n)
+        task.set_protocol(cfg.protocol)  # before any other call: it shapes the task's data and lengths
         try:
             task.check_available()
         except TaskUnavailable as exc:
@@ -198,13 +208,19 @@ def _check_numbers(cfg: EvalConfig) -> None:
         raise UserError("--device-map is for --backend hf: vLLM spreads a model with --tensor-parallel-size")
 
 
-def _check_lengths(cfg: EvalConfig, lengths: list[int], tasks: list, min_ctx: int, tightest, fix: str = _FIX) -> int:
-    """Every requested length fits the tightest context; returns LongBench's truncation budget."""
-    for L in lengths:
-        if L > min_ctx and any(t.length_controlled for t in tasks):
-            raise UserError(
-                f"length {format_length(L)} ({L} tokens) is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}"
-            )
+def _check_lengths(
+    cfg: EvalConfig, requested: list[int] | None, tasks: list, min_ctx: int, tightest, fix: str = _FIX
+) -> int:
+    """Every length a length-controlled task runs at fits the tightest context; returns the
+    truncation budget of fixed datasets cut to the context (LongBench's exact-length rule)."""
+    for task in tasks:
+        if not task.length_controlled:
+            continue
+        for L in _task_lengths(task, requested, min_ctx, cfg.max_length):
+            if L > min_ctx:
+                raise UserError(
+                    f"length {format_length(L)} ({L} tokens) is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}"
+                )
     if cfg.max_length is not None and cfg.max_length > min_ctx:
         raise UserError(
             f"--max-length {cfg.max_length} is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}"
@@ -215,6 +231,9 @@ def _check_lengths(cfg: EvalConfig, lengths: list[int], tasks: list, min_ctx: in
             not task.length_controlled
             and task.kind == "generate"
             and not task.no_context
+            # under LongBench's reference protocol --max-length is pred.py's prompt budget alone
+            # (Task.task_lengths checks it there)
+            and not (task.family == "longbench" and task.protocol == "reference")
             and task.max_new_tokens >= truncation_budget
         ):
             # the prompt cap (budget - max_new_tokens) would be <= 0, which middle_truncate reads as "no truncation"
@@ -228,8 +247,7 @@ def _check_lengths(cfg: EvalConfig, lengths: list[int], tasks: list, min_ctx: in
 def _plan_samples(
     cfg: EvalConfig,
     tasks: list,
-    lengths: list[int],
-    truncation_budget: int,
+    requested: list[int] | None,
     tokenizer,
     min_ctx: int,
     tightest,
@@ -244,18 +262,22 @@ def _plan_samples(
     from harness.runners.common import prompt_ids
     from tasks.generate import generate_samples
 
-    # A chat template's own tokens count inside a length-controlled sample's budget: measured once
-    # with the local tokenizer, the sample is fitted to the rest (metadata records both).
-    chat_tokens = _chat_template_tokens(tokenizer, cfg.system_prompt) if cfg.chat_template else 0
-
     plan = SamplePlan([], [], [], {}, {})
     cache: Path | Literal[False] | None = (
         False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
     )
-    bar = progress_bar(total=len(tasks) * len(lengths), desc="samples", unit="set", enabled=cfg.progress)
+    task_lens = {t.name: _task_lengths(t, requested, min_ctx, cfg.max_length) for t in tasks}
+    bar = progress_bar(total=sum(map(len, task_lens.values())), desc="samples", unit="set", enabled=cfg.progress)
     for task in tasks:
         plan.dataset_hashes[task.name] = task.dataset_hash()
-        for L in _task_lengths(task, lengths, truncation_budget):
+        # Under --chat each task says whether its reference wraps its prompts (Task.uses_chat_template),
+        # and a reference protocol may bring its own system turn. A chat template's own tokens count
+        # inside a length-controlled sample's budget: measured once with the local tokenizer, the
+        # sample is fitted to the rest (metadata records both).
+        chat = cfg.chat_template and task.uses_chat_template()
+        system = _system_prompt(cfg, task) if chat else None
+        chat_tokens = _chat_template_tokens(tokenizer, system) if chat else 0
+        for L in task_lens[task.name]:
             try:
                 n = _num_samples(task, L, cfg.samples, tokenizer)
             except TaskUnavailable as exc:  # e.g. ppl: no document reaches this length
@@ -268,7 +290,7 @@ def _plan_samples(
                 plan.runner_work.append(RunnerWork(task, L, indices))
                 bar.update(1)
                 continue
-            fits_chat = task.length_controlled or (task.fit_chat_template and L > 0)
+            fits_chat = (task.length_controlled and task.length_is_budget()) or (task.fit_chat_template and L > 0)
             fit = L - chat_tokens if fits_chat and chat_tokens else L
             if fit < 1 and L > 0:  # (L 0: a prompt without context, not fitted)
                 raise UserError(
@@ -280,8 +302,12 @@ def _plan_samples(
                         s, length=L, metadata={**s.metadata, "fitted_length": fit, "chat_template_tokens": chat_tokens}
                     )
                 s = apply_options(s, options, lambda text: len(prompt_ids(tokenizer, text)))
-                if cfg.chat_template:
-                    prompt = _chat_prompt(tokenizer, s, cfg.system_prompt)
+                if chat and not task.chat_answer_prefix() and s.answer_prefix:  # the reference's chat turn
+                    s = s.without_answer_prefix(len(prompt_ids(tokenizer, s.input)))
+                if cfg.chat_template:  # the runner reads the per-sample decision (harness.reasoning)
+                    s = dataclasses.replace(s, metadata={**s.metadata, "chat": chat, "system_prompt": system})
+                if chat:
+                    prompt = _chat_prompt(tokenizer, s, system)
                     num = len(prompt_ids(tokenizer, prompt))
                 else:
                     prompt, num = s.prompt, s.num_tokens
@@ -314,7 +340,7 @@ def _build_jobs(
         items = [
             WorkItem(t, s, p, n)
             for t, L, s, p, n in samples.gen_items
-            if _record_key(c, t, L, s.index, cfg.seed, rs) not in done
+            if _record_key(c, t, L, s.index, cfg.seed, rs, s.dataset_hash) not in done
         ]
         rw = []
         for w in samples.runner_work:
@@ -340,18 +366,31 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     from harness.reasoning import chat_template_hash
     from harness.runners.common import threads_from_env
     from harness.sources import check_same_tokenizer, resolve_sources
+    from harness.sources.base import still_there, vanished
     from harness.store import ResultStore
     from tasks.lengths import parse_lengths
     from tasks.tokenization import tokenizer_fingerprint
 
     _check_numbers(cfg)
     threads_from_env()  # a HARNESS_THREADS the workers could not use: an error now, before any work
-    lengths = parse_lengths(cfg.lengths)
+    if cfg.lengths is not None and not cfg.lengths.strip():
+        raise UserError("--lengths is empty: pass lengths such as 4k-128k or 1k,4k")
+    requested = parse_lengths(cfg.lengths) if cfg.lengths is not None else None
+    lengths = requested if requested is not None else list(DEFAULT_LENGTHS)
     options = _check_options(cfg)
     sources = resolve_sources(cfg)  # each kind checks its own flags; a served model is asked for here
+    # A checkpoint a training run prunes meanwhile (--keep-last) is skipped with one line wherever
+    # it disappears; the others are evaluated.
+    sources = still_there(sources, cfg.ckpts)
     check_same_tokenizer(sources)
-    for src in sources:
-        src.check(cfg.backend)  # damaged or inconsistent models: an error now, before any work
+    for src in list(sources):
+        try:
+            src.check(cfg.backend)  # damaged or inconsistent models: an error now, before any work
+        except UserError:
+            if not vanished(src):
+                raise
+            sources.remove(src)
+    sources = still_there(sources, cfg.ckpts)
     ckpts = [src.checkpoint for src in sources]
     label, full, tasks, unavailable = _resolve_tasks(cfg)
     # Torch-free where exact (a run with nothing left to compute never imports transformers); a
@@ -376,26 +415,26 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     out = check_out(cfg.out) if cfg.out is not None else results_dir(name)
     check_output_file(out / "results.json")
 
+    sources = still_there(sources, cfg.ckpts)  # (the tokenizer and tasks took a while)
+    ckpts = [src.checkpoint for src in sources]
     contexts = {src.checkpoint.fingerprint: src.context_length(cfg.max_model_len) for src in sources}
     min_ctx = min(contexts.values())
     tightest = next(s for s in sources if contexts[s.checkpoint.fingerprint] == min_ctx)
     fix = tightest.context_fix
-    truncation_budget = _check_lengths(cfg, lengths, tasks, min_ctx, tightest.checkpoint, fix)
+    truncation_budget = _check_lengths(cfg, requested, tasks, min_ctx, tightest.checkpoint, fix)
     # Opened after the cheap checks above (a rejected command leaves --out untouched), before any
     # work: a foreign or corrupt store is a StoreError here.
     fresh_out, fresh_store = not out.exists(), not (out / "samples.jsonl").exists()
     store = ResultStore(out / "samples.jsonl")
     try:
         done = store.done_keys()
-        samples = _plan_samples(
-            cfg, tasks, lengths, truncation_budget, tokenizer, min_ctx, tightest.checkpoint, options, fix
-        )
+        samples = _plan_samples(cfg, tasks, requested, tokenizer, min_ctx, tightest.checkpoint, options, fix)
         # A task unavailable at every one of its lengths is unavailable (listed with the reason at its
         # shortest length); one unavailable at some lengths runs at the others and says why not there.
         unavailable_lengths = samples.unavailable_lengths
         for name_, by_len in list(unavailable_lengths.items()):
             task = next(t for t in tasks if t.name == name_)
-            if len(by_len) == len(_task_lengths(task, lengths, truncation_budget)):
+            if len(by_len) == len(_task_lengths(task, requested, min_ctx, cfg.max_length)):
                 unavailable[name_] = by_len[min(by_len, key=int)]
                 del unavailable_lengths[name_]
                 tasks = [t for t in tasks if t.name != name_]
@@ -423,20 +462,24 @@ def plan_eval(cfg: EvalConfig) -> Plan:
             fields.update(src.runner_settings(cfg, contexts[fp]))
             runner_settings[fp] = RunnerSettings(**fields)
             own = src.record_settings(cfg)
-            eos_ids = model_stop_ids(src.checkpoint.path, tokenizer.eos_token_id) if cfg.backend == "hf" else None
+            # (a folder deleted meanwhile would read as a hub name; its job is skipped when it runs)
+            local = cfg.backend == "hf" and not vanished(src)
+            eos_ids = model_stop_ids(src.checkpoint.path, tokenizer.eos_token_id) if local else None
             if eos_ids is not None:  # the ids its generation stops at, where they are more than one
                 own = {"eos_ids": eos_ids, **own}
             record_settings[fp] = _record_settings(cfg, options, tok_fp, chat_hash, contexts[fp], own)
         record_base = {"run": name, "suite": label, "seed": cfg.seed}
         jobs = _build_jobs(cfg, ckpts, samples, done, runner_settings, record_settings, record_base, str(store.path))
         planned = {
-            _record_key(c, t, L, i, cfg.seed, record_settings[c.fingerprint])
+            _record_key(c, t, L, i, cfg.seed, record_settings[c.fingerprint], samples.dataset_hashes[t.name])
             for t, L, indices in samples.groups
             for c in ckpts
             for i in indices
         }
-        plan_lengths = sorted({L for t in tasks for L in _task_lengths(t, lengths, truncation_budget)})
+        plan_lengths = sorted({L for t in tasks for L in _task_lengths(t, requested, min_ctx, cfg.max_length)})
         extra: dict = {**options.provenance(), "chat_template": chat_hash}
+        if any(t.protocols for t in tasks):  # which inputs the published suites were shown
+            extra["protocol"] = cfg.protocol
         for src in sources:
             extra.update(src.provenance())
         if judges:  # one judge per run (the flags): each judged record also names it in settings["judge"]
@@ -463,6 +506,7 @@ def plan_eval(cfg: EvalConfig) -> Plan:
             sources,
             record_settings,
             fresh_store=fresh_out if fresh_store else None,
+            requested=requested,
         )
     except BaseException:
         if fresh_store:
@@ -515,6 +559,14 @@ def _check_options(cfg: EvalConfig):
     )
 
 
+def _system_prompt(cfg: EvalConfig, task) -> str | None:
+    """The system turn of a chat-wrapped task: --system-prompt, else the reference's own under the
+    reference protocol (NoLiMa's "You are a helpful assistant"), else none."""
+    if cfg.system_prompt is not None:
+        return cfg.system_prompt
+    return task.reference_system_prompt if task.protocol == "reference" else None
+
+
 def _chat_template_tokens(tokenizer, system_prompt: str | None) -> int:
     """Tokens a chat template adds around a user turn (and the system turn), counted once."""
     from types import SimpleNamespace
@@ -534,6 +586,7 @@ def build_results(plan: Plan) -> dict:
     from harness.identity import check_claims
     from harness.provenance import provenance
     from harness.sources import run_model
+    from harness.sources.base import vanished
     from harness.store import ResultStore, read_store
 
     cfg = plan.cfg
@@ -541,11 +594,14 @@ def build_results(plan: Plan) -> dict:
     records = [r for r in records if ResultStore.key(r) in plan.planned_keys]
     suites = _report_suites(plan)
     modes = {(c.training or {}).get("mode") for c in plan.ckpts}
+    # a checkpoint deleted before it ran (and skipped) is not one of the run's: no empty cells for it
+    with_records = {r["checkpoint"]["fingerprint"] for r in records}
+    kept = [c for c in plan.ckpts if c.fingerprint in with_records or not vanished(c)] or plan.ckpts
     run = {
         "name": plan.name,
         "model": run_model(plan.sources),
         "mode": modes.pop() if len(modes) == 1 else None,
-        "checkpoints": [c.to_dict() for c in plan.ckpts],
+        "checkpoints": [c.to_dict() for c in kept],
     }
     ctxs = set(plan.contexts.values())
     families = {t.family for t in plan.tasks}
@@ -579,13 +635,23 @@ def build_results(plan: Plan) -> dict:
         "samples": cfg.samples,
         "checkpoint_steps": [c.step for c in plan.ckpts],
         "prefix_reuse": _prefix_reuse(cfg, records),
+        **({"doctor": "skipped (--no-doctor)"} if cfg.no_doctor else {}),
         **plan.extra_provenance,
     }
     if families & MIDDLE_TRUNCATION_FAMILIES:
         # LongBench's length: the whole budget of a sample (prompt + generation); each prompt is
         # middle-truncated to max_length minus the task's max new tokens (the prompt cap, which
         # LongBench pred.py's own max_length sets directly).
-        prov["max_length"] = plan.truncation_budget
+        # Under the reference protocol LongBench's length is pred.py's prompt budget itself.
+        budgets = sorted(
+            {
+                L
+                for t in plan.tasks
+                if t.family in MIDDLE_TRUNCATION_FAMILIES
+                for L in _task_lengths(t, plan.requested, min(plan.contexts.values()), cfg.max_length)
+            }
+        )
+        prov["max_length"] = budgets[0] if len(budgets) == 1 else budgets or plan.truncation_budget
     check_claims(records, prov)  # results.json never states a setting its records lack
     threshold = DEFAULT_THRESHOLD if cfg.threshold is None else cfg.threshold
     return aggregate(records, suites, run, prov, threshold=threshold)
@@ -654,7 +720,7 @@ def _report_suites(plan: Plan) -> dict:
     else:
         groups = {fam: names for fam, names in by_family.items()}
     tasks_by_name = {t.name: t for t in plan.tasks}
-    from tasks.registry import get_task
+    from tasks.registry import get_task, suite_headline
 
     suites = {}
     for label, names in groups.items():
@@ -664,7 +730,7 @@ def _report_suites(plan: Plan) -> dict:
                 for n in names
                 if n in tasks_by_name
                 for L in _task_lengths(
-                    tasks_by_name[n], plan.lengths, plan.cfg.max_length or min(plan.contexts.values())
+                    tasks_by_name[n], plan.requested, min(plan.contexts.values()), plan.cfg.max_length
                 )
             }
         )
@@ -683,6 +749,13 @@ def _report_suites(plan: Plan) -> dict:
             entry["categories"] = cats
         if suite_weighting(key):
             entry["weighting"] = suite_weighting(key)
+        headline = suite_headline(key) or suite_headline(label)
+        headline_spec = headline.to_spec(names) if headline is not None else None
+        if headline_spec:  # the number the suite's reference publishes, averaged its way
+            entry["headline"] = headline_spec
+        protocols = sorted({tk.protocol for n in names if (tk := tasks_by_name.get(n)) is not None and tk.protocols})
+        if protocols:
+            entry["protocol"] = protocols[0] if len(protocols) == 1 else protocols
         # LongBench (one length: its truncation budget) and MMLU/HellaSwag (length 0) are not
         # length-controlled: the aggregate gives them no effective length.
         entry["length_controlled"] = any(_length_controlled(tasks_by_name.get(n), n, get_task) for n in names)
@@ -730,7 +803,23 @@ def execute(plan: Plan) -> None:
         )
     else:
         for job in plan.jobs:
-            run_job(job)
+            _run_unless_vanished(job)
+
+
+def _run_unless_vanished(job: CheckpointJob) -> None:
+    """run_job, except for a checkpoint folder deleted since planning (a training run's --keep-last
+    pruning it): skipped with one line, its records so far kept, the other checkpoints evaluated."""
+    from harness.sources.base import vanished, warn_vanished
+
+    if vanished(job.ckpt):
+        warn_vanished(job.ckpt.path)
+        return
+    try:
+        run_job(job)
+    except Exception:
+        if not vanished(job.ckpt):
+            raise
+        warn_vanished(job.ckpt.path)
 
 
 def run_eval(cfg: EvalConfig, print_table: bool = True) -> dict:

@@ -82,12 +82,18 @@ def task_settings(settings: dict, task) -> dict:
     """The record settings of one task's records: the run's, plus what the task adds itself (a
     judged task's judge, harness/judge.py), so a different judge is a different identity."""
     judge = getattr(task, "judge_settings", None)
-    return {**settings, "judge": judge()} if judge is not None else settings
+    own = {"judge": judge()} if judge is not None else {}
+    if task.protocols:  # which inputs the task was shown (reference or exact-length) changes predictions
+        own["protocol"] = task.protocol
+    return {**settings, **own} if own else settings
 
 
-def sample_key(ckpt, task, length: int, index: int, seed: int, settings: dict) -> tuple:
+def sample_key(
+    ckpt, task, length: int, index: int, seed: int, settings: dict, dataset_hash: str | None = None
+) -> tuple:
     """The store key of one sample of one checkpoint under the run's record settings `settings`
-    (harness.identity.record_key of the record it will be, task_settings included)."""
+    (harness.identity.record_key of the record it will be, task_settings included); `dataset_hash`:
+    the sample's, else the task's data as it is now."""
     from harness.identity import record_key
 
     return record_key(
@@ -99,6 +105,7 @@ def sample_key(ckpt, task, length: int, index: int, seed: int, settings: dict) -
             "index": index,
             "seed": seed,
             "settings": task_settings(settings, task),
+            "dataset_hash": task.dataset_hash() if dataset_hash is None else dataset_hash,
         }
     )
 
@@ -240,7 +247,8 @@ def _pending(job: CheckpointJob, store) -> tuple[list[WorkItem], list[RunnerWork
     items = [
         it
         for it in job.items
-        if sample_key(job.ckpt, it.task, it.sample.length, it.sample.index, job.seed, settings) not in done
+        if sample_key(job.ckpt, it.task, it.sample.length, it.sample.index, job.seed, settings, it.sample.dataset_hash)
+        not in done
     ]
     runner_work = []
     for w in job.runner_work:
@@ -263,7 +271,7 @@ def _evaluate(
     finished batch to the store (and tell `report` how many samples it held)."""
     from tqdm import tqdm
 
-    from harness.reasoning import chat_messages, strip_thinking
+    from harness.reasoning import chat_messages, sample_chat, sample_system_prompt, strip_thinking
     from harness.runners.endpoint import EndpointError
 
     label = f"ckpt {job.ckpt.step}" if job.ckpt.step is not None else Path(job.ckpt.path).name
@@ -283,7 +291,12 @@ def _evaluate(
             it.prompt,
             it.sample.max_new_tokens,
             tuple(it.sample.metadata.get("stop", ())),
-            chat_messages(it.sample, job.settings.system_prompt) if job.settings.chat_template else None,
+            chat_messages(it.sample, sample_system_prompt(it.sample, job.settings))
+            if sample_chat(it.sample, job.settings)
+            else None,
+            # token stops and a minimum length (LongBench pred.py's samsum; tasks/longbench/tasks.py)
+            stop_tokens=tuple(it.sample.metadata.get("stop_tokens", ())),
+            min_new_tokens=int(it.sample.metadata.get("min_new_tokens", 0)),
         )
 
     def records_of(part: list[WorkItem], raws: list[str]) -> list[dict]:
@@ -305,6 +318,10 @@ def _evaluate(
                 {
                     **it.sample.metadata,
                     "references": list(it.sample.references),
+                    # what a prediction that ran to the limit reached (harness/degenerate.py)
+                    "max_new_tokens": it.sample.max_new_tokens,
+                    # a prediction the reference's scorer skips (HELMET's ALCE: an empty ASQA answer)
+                    **({"unscored": why} if (why := _unscored(it.task, pred, it.sample)) else {}),
                     **({"raw_prediction": raw} if raw != pred else {}),
                     **({"first_output": firsts[k]} if k in firsts else {}),
                 },
@@ -414,24 +431,33 @@ def _share(records: list[dict], own: list[float], outside: float) -> None:
         r["eval_seconds"] = round(mine + rest, 6)
 
 
+def _unscored(task, prediction: str, sample) -> str | None:
+    """Why the reference leaves this prediction out of its means (Task.unscored_reason), or None."""
+    reason = getattr(task, "unscored_reason", None)
+    return reason(prediction, sample) if reason is not None else None
+
+
 def _follow_ups(job: CheckpointJob, runner, part: list[WorkItem], preds: list[str], raws: list[str]):
     """Second generations of two-step tasks (Task.follow_up, e.g. LongBench v2's chain of thought):
     (answers, raw answers, {position: first output}). One-step tasks keep their outputs."""
-    from harness.reasoning import chat_messages, chat_prompt, strip_thinking
+    from harness.reasoning import chat_messages, chat_prompt, sample_chat, sample_system_prompt, strip_thinking
 
     second = {k: s for k, it in enumerate(part) if (s := it.task.follow_up(it.sample, preds[k])) is not None}
     if not second:
         return preds, raws, {}
-    chat = job.settings.chat_template
-    requests = [
-        GenerationRequest(
-            chat_prompt(runner.tokenizer, s, job.settings.system_prompt) if chat else s.prompt,
-            s.max_new_tokens,
-            tuple(s.metadata.get("stop", ())),
-            chat_messages(s, job.settings.system_prompt) if chat else None,
+    requests = []
+    for s in second.values():
+        chat, system = sample_chat(s, job.settings), sample_system_prompt(s, job.settings)
+        requests.append(
+            GenerationRequest(
+                chat_prompt(runner.tokenizer, s, system) if chat else s.prompt,
+                s.max_new_tokens,
+                tuple(s.metadata.get("stop", ())),
+                chat_messages(s, system) if chat else None,
+                stop_tokens=tuple(s.metadata.get("stop_tokens", ())),
+                min_new_tokens=int(s.metadata.get("min_new_tokens", 0)),
+            )
         )
-        for s in second.values()
-    ]
     outs = runner.generate(requests)
     firsts = {k: raws[k] for k in second}
     preds, raws = list(preds), list(raws)

@@ -52,7 +52,36 @@ def check_out(value: str | os.PathLike | None, flag: str = "--out", *, must_be_d
     blocker = file_in_the_way(path)
     if blocker is not None:
         raise UserError(f"{flag} {path} is under {blocker}, which is a file: pass a path under a directory")
+    for part in (path, *path.parents):  # a symlink loop (or a link to nothing) on the way
+        if part.is_symlink() and not part.exists():
+            raise UserError(
+                f"{flag} {path}: {part} is a symbolic link that leads nowhere (a loop or a missing target): "
+                "pass a real directory"
+            )
+    if must_be_dir:
+        _check_writable(path, flag)
     return path
+
+
+def _check_writable(path: Path, flag: str) -> None:
+    """The output folder (or, while it does not exist, its nearest existing parent) takes a file:
+    a read-only file system or folder is refused before any work, not after an hour of training.
+    A real probe (a temp file made and removed), since permission bits say nothing to root."""
+    import tempfile
+
+    where = path
+    try:
+        while not where.exists() and where.parent != where:
+            where = where.parent
+        if not where.is_dir():
+            return  # not a folder: file_in_the_way and the command's own checks name it
+        fd, probe = tempfile.mkstemp(prefix=".harness-write-probe-", dir=where)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(
+            f"{flag} {path} cannot be written ({where}: {exc.strerror or exc}): pass another {flag} or make it writable"
+        ) from None
 
 
 def check_run_name(name: str, flag: str = "--name") -> str:

@@ -111,6 +111,17 @@ def chat_messages(sample, system_prompt: str | None) -> tuple[dict, ...]:
     return tuple(turns)
 
 
+def sample_chat(sample, settings) -> bool:
+    """Whether a sample goes as chat turns: the plan's per-task decision (Task.uses_chat_template,
+    in its metadata under --chat), else the run's --chat."""
+    return bool(sample.metadata.get("chat", settings.chat_template))
+
+
+def sample_system_prompt(sample, settings) -> str | None:
+    """The sample's system turn: the plan's (--system-prompt or the reference's own), else the run's."""
+    return sample.metadata.get("system_prompt", settings.system_prompt)
+
+
 def chat_prompt(tokenizer, sample, system_prompt: str | None) -> str:
     """The prompt text a chat template makes of the sample: the turns up to the assistant header,
     then the answer prefix (what a server's continue_final_message produces)."""

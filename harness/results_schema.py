@@ -21,7 +21,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, model_validator
 
@@ -59,6 +59,19 @@ def _within(low: float, value: float, high: float) -> bool:
     return low - tol <= value <= high + tol
 
 
+Share = Annotated[float, Field(ge=0, le=1)]
+
+
+class DegenerateShares(Strict):
+    """Shares of a cell's (or a run's) predictions that are empty, ran to max new tokens, or repeat
+    one short span (harness/degenerate.py), over `n` predictions of every checkpoint."""
+
+    empty: Share
+    at_max: Share
+    repeat: Share
+    n: Positive
+
+
 class Stats(Strict):
     """A statistic over checkpoints: mean, spread, its 95% interval, what it covers."""
 
@@ -75,6 +88,8 @@ class Stats(Strict):
     ci_high: float | None = None
     tasks_covered: Count | None = None
     tasks_total: Count | None = None
+    degenerate: DegenerateShares | None = None
+    bound: Literal["floor", "ceiling", "floor and ceiling"] | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> Stats:
@@ -179,6 +194,19 @@ class Intervals(Strict):
     design: str | None = None
 
 
+class HeadlineGroup(Strict):
+    per_length: dict[LengthKey, Stats] = {}
+    avg: Stats | None = None
+
+
+class Headline(Strict):
+    """The number the suite's reference publishes (tasks.registry.Headline) and how it is averaged."""
+
+    label: str
+    groups: dict[str, HeadlineGroup]
+    weighting: str | None = None
+
+
 class Suite(Strict):
     """One suite's block (docs/contracts.md, "Aggregated results")."""
 
@@ -197,12 +225,18 @@ class Suite(Strict):
     depth_heatmap: DepthHeatmap | None = None
     length_controlled: bool | None = None
     score: str | None = None
+    headline: Headline | None = None
+    protocol: str | list[str] | None = None
 
     def _all_stats(self):
         yield from ((f"per_task.{t}.{L}", s) for t, by in self.per_task.items() for L, s in by.items())
         yield from ((f"per_length.{L}", s) for L, s in self.per_length.items())
         yield from ((f"categories.{c}.{L}", s) for c, by in self.categories.items() for L, s in by.items())
         yield from ((f"per_task_summary.{t}.{k}", s) for t, by in self.per_task_summary.items() for k, s in by.items())
+        for g, block in (self.headline.groups if self.headline else {}).items():
+            yield from ((f"headline.{g}.{L}", s) for L, s in block.per_length.items())
+            if block.avg is not None:
+                yield f"headline.{g}.avg", block.avg
         for key in ("avg", "wavg_inc", "wavg_dec"):
             stats = getattr(self.summary, key)
             if stats is not None:
@@ -264,6 +298,10 @@ class Provenance(Strict):
     git_hash: str | None = None
     created: str | None = None
     throughput: Throughput | None = None
+    # what the reports read from the provenance, typed (a hand-edited file of another shape is one line)
+    dataset_hashes: dict[str, str | list[str]] = {}
+    protocol: str | None = None
+    doctor: str | None = None
 
 
 class Results(Strict):
@@ -274,6 +312,10 @@ class Results(Strict):
     provenance: Provenance = Field(default_factory=Provenance)
     intervals: Intervals | None = None
     suites: Annotated[dict[str, Suite], Field(min_length=1)]
+    degenerate: DegenerateShares | None = None  # every generated prediction of the run together
+    # records that share an identity with a counted one but hold another prediction or score
+    # (a hand-edited or merged store): the first written counts, and the reports say how many
+    conflicting_records: Positive | None = None
 
 
 def _part(p: Any) -> Any:

@@ -29,7 +29,18 @@ def format_cell(stats: dict | None, num_ckpts: int) -> str:
     text = f"{stats['mean']:.1f}" if n == 1 else f"{stats['mean']:.1f} ±{stats.get('std', 0.0):.1f}"
     if n < num_ckpts:
         text += f" n={n}"
-    return text
+    return text + _marks(stats)
+
+
+def _marks(stats: dict) -> str:
+    """Degenerate outputs (!empty, !max-len, !repeats: at least half the cell's predictions) and a
+    cell at its floor or ceiling (its interval reaches chance level or 100: it separates nothing)."""
+    from harness.degenerate import flags
+
+    marks = [f"!{w}" for w in flags(stats.get("degenerate"))]
+    if stats.get("bound"):
+        marks.append({"floor": "(floor)", "ceiling": "(ceiling)"}.get(stats["bound"], "(floor+ceiling)"))
+    return "".join(f" {m}" for m in marks)
 
 
 def format_interval(stats: dict | None, num_ckpts: int = 0) -> str:
@@ -65,6 +76,7 @@ def _provenance_line(prov: dict) -> str:
         ("template", "template"),
         ("truncation", "truncation"),
         ("max_length", "max_length"),
+        ("protocol", "protocol"),
         ("lm_eval_version", "lm-eval"),
         ("seed", "seed"),
     ):
@@ -104,14 +116,16 @@ def _controls_parts(prov: dict) -> list[str]:
     return parts
 
 
-def _grid(header: list[str], rows: list[list[str]]) -> list[str]:
+def _grid(header: list[str], rows: list[list[str]], footer: int = 1) -> list[str]:
+    """Aligned columns; a rule under the header and above the last `footer` rows (the averages)."""
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
 
     def line(r):
         return "  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
-    return [line(header), rule] + [line(r) for r in rows[:-1]] + ([rule, line(rows[-1])] if rows else [])
+    body, foot = rows[: len(rows) - footer], rows[len(rows) - footer :]
+    return [line(header), rule] + [line(r) for r in body] + ([rule] + [line(r) for r in foot] if foot else [])
 
 
 def _suite_block(name: str, suite: dict, num_ckpts: int) -> list[str]:
@@ -143,12 +157,27 @@ def _suite_block(name: str, suite: dict, num_ckpts: int) -> list[str]:
         total_lengths = summary.get("lengths_total", MISSING)  # either may be absent from a hand-edited file
         out.append(f"lengths evaluated: {summary['lengths_covered']}/{total_lengths} (no Avg until all are)")
 
+    headline = suite.get("headline")
+    if headline:  # the number the suite's reference publishes, named with how it is averaged
+        out.append(f"headline ({headline.get('label', MISSING)}): rows ‹group› below the average")
     header = ["Task"] + [format_length(L) for L in lengths] + [label for _, label in _SUMMARY_COLUMNS]
-    grid = out + _grid(header, _rows(suite, num_ckpts, format_cell, covered, coverage=True))
+    footer = 1 + len((headline or {}).get("groups") or {})
+    grid = out + _grid(header, _rows(suite, num_ckpts, format_cell, covered, coverage=True), footer)
+    cells = [s for by in (suite.get("per_task") or {}).values() for s in by.values() if s]
+    if any(s.get("degenerate") and _marks({"degenerate": s["degenerate"]}) for s in cells):
+        grid.append(
+            "!empty / !max-len / !repeats: at least half of the cell's predictions are empty, ran to max new tokens, "
+            "or repeat one short span (a set-up problem, not a score: harness doctor)"
+        )
+    if any(s.get("bound") for s in cells):
+        grid.append(
+            "(floor) / (ceiling): the cell's 95% interval reaches the task's chance level (or 0) / 100: it cannot tell "
+            "two runs apart"
+        )
     has_ci = any(s.get("ci_low") is not None for by in (suite.get("per_task") or {}).values() for s in by.values() if s)
     if has_ci:
         grid += ["", "95% intervals [low, high] of the same cells (bootstrap over samples and checkpoints)"]
-        grid += _grid(header, _rows(suite, num_ckpts, format_interval, covered, coverage=False))
+        grid += _grid(header, _rows(suite, num_ckpts, format_interval, covered, coverage=False), footer)
     return grid
 
 
@@ -184,6 +213,14 @@ def _rows(suite: dict, num_ckpts: int, fmt, covered: str, coverage: bool) -> lis
             text += f" [{_coverage(summary)}]"
         avg_row.append(text)
     rows.append(avg_row)
+    for group, block in ((suite.get("headline") or {}).get("groups") or {}).items():
+        per_len = block.get("per_length") or {}
+        rows.append(
+            [f"‹{group}›"]
+            + [fmt(per_len.get(str(L)), num_ckpts) for L in lengths]
+            + [fmt(block.get("avg"), num_ckpts)]
+            + [MISSING] * (len(_SUMMARY_COLUMNS) - 1)
+        )
     return rows
 
 
@@ -204,6 +241,11 @@ def format_table(results: dict) -> str:
         lines.append(
             f"intervals: {iv.get('level', 0.95) * 100:g}% {iv.get('method', 'bootstrap')} of each mean "
             f"({iv.get('resamples')} resamples of the samples and the checkpoints)"
+        )
+    if results.get("conflicting_records"):
+        lines.append(
+            f"warning: {results['conflicting_records']} record(s) share an identity with an earlier record but hold "
+            "another prediction or score (a hand-edited or merged store): the first written of each is used"
         )
     for name, suite in results.get("suites", {}).items():
         lines.append("")

@@ -240,7 +240,11 @@ def _stat_cell(stats: dict, what: str, extra: str = "") -> dict:
         parts.append(f"95% interval [{iv[0]:.2f}, {iv[1]:.2f}] (bootstrap over samples and checkpoints)")
     if extra:
         parts.append(extra)
+    marks = _marks(stats, parts)
     return {
+        "marks": marks,
+        "degenerate": bool(stats.get("degenerate")) and any(m.startswith("!") for m in marks.split()),
+        "bound": stats.get("bound"),
         "ci": list(iv) if iv is not None else None,
         "pm": f"±{(iv[1] - iv[0]) / 2:.1f}" if iv is not None else None,
         "value": float(stats["mean"]),
@@ -254,6 +258,27 @@ def _stat_cell(stats: dict, what: str, extra: str = "") -> dict:
         "text": fmt(stats["mean"]),
         "title": "\n".join(parts),
     }
+
+
+def _marks(stats: dict, parts: list[str]) -> str:
+    """The cell's marks (and their explanations appended to `parts`): degenerate predictions named
+    (harness/degenerate.py) and a cell at its floor or ceiling, which separates no runs."""
+    from harness.degenerate import flags
+
+    marks = []
+    shares = stats.get("degenerate") or {}
+    for word in flags(shares):
+        marks.append(f"!{word}")
+    if marks:
+        parts.append(
+            f"degenerate predictions: {shares['empty']:.0%} empty, {shares['at_max']:.0%} ran to max new tokens, "
+            f"{shares['repeat']:.0%} repeat one span (of {shares['n']}): a set-up problem, not a score (harness doctor)"
+        )
+    bound = stats.get("bound")
+    if bound:
+        marks.append({"floor": "⊥", "ceiling": "⊤"}.get(bound, "⊥⊤"))
+        parts.append(f"at the task's {bound}: the 95% interval reaches it, so this cell cannot tell runs apart")
+    return " ".join(marks)
 
 
 def _missing(reason: str) -> dict:
@@ -292,6 +317,7 @@ def _suite_columns(name: str, suites: list[dict]) -> list[dict]:
     many_tasks = any(len(s["tasks"]) > 3 for s in suites) or any(_covered(s)[0] != _covered(s)[1] for s in suites)
     if many_tasks:
         cols.append({"key": "tasks", "label": "Tasks", "help": "Tasks with scores / tasks in the suite"})
+    cols += _headline_columns(label, suites)
     if is_ruler(name) or not any(s.get("categories") for s in suites) and all(len(s["tasks"]) > 3 for s in suites):
         lengths = sorted({L for s in suites for L in _lengths(s)})
         cols += [
@@ -371,6 +397,32 @@ def _suite_columns(name: str, suites: list[dict]) -> list[dict]:
     return cols
 
 
+def _headline_columns(label: str, suites: list[dict]) -> list[dict]:
+    """The suite's published headline first (tasks.registry.Headline): one column per group and
+    length, headed with how the reference averages it."""
+    groups: dict[str, set[int]] = {}
+    how = ""
+    for s in suites:
+        headline = s.get("headline") or {}
+        how = how or headline.get("label", "")
+        for group, block in (headline.get("groups") or {}).items():
+            groups.setdefault(group, set()).update(int(L) for L in block.get("per_length") or {})
+    cols = []
+    for group, lengths in groups.items():
+        for L in sorted(lengths):
+            cols.append(
+                {
+                    "key": f"hl:{group}:{L}",
+                    "label": group if len(lengths) == 1 else format_length(L),
+                    "headline": group,
+                    "length": L,
+                    "group": f"{label} · headline" if len(lengths) == 1 else f"{label} · {group}",
+                    "help": f"{group}: {how}" + (f", at {format_length(L)}" if L else ""),
+                }
+            )
+    return cols
+
+
 def _cell(run: dict, suite_name: str, col: dict, threshold: float | None) -> dict:
     suite = run["suites"].get(suite_name)
     label = suite_label(suite_name, suite["tasks"] if suite else None)
@@ -417,6 +469,14 @@ def _cell(run: dict, suite_name: str, col: dict, threshold: float | None) -> dic
         return _eff_cell(suite, threshold)
     if key == "eff_nolima":
         return _nolima_eff_cell(suite)
+    if key.startswith("hl:"):
+        block = ((suite.get("headline") or {}).get("groups") or {}).get(col["headline"]) or {}
+        stats = (block.get("per_length") or {}).get(str(col["length"]))
+        if stats is None:
+            return _missing(f"{col['headline']} not evaluated at {format_length(col['length'])} for this run")
+        how = (suite.get("headline") or {}).get("label", "")
+        cats = f"{stats.get('categories_covered')}/{stats.get('categories_total')} categories"
+        return _stat_cell(stats, f"{label} {col['headline']}", f"{how}; {cats}")
     if key.startswith("cat:"):
         stats = (suite.get("categories") or {}).get(col["category"], {}).get(str(col["length"]))
         if stats is None:

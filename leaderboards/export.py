@@ -36,13 +36,16 @@ def _num(v) -> str:
 
 # A spreadsheet runs a cell starting with one of these as a formula (=HYPERLINK(...), +cmd|...).
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# ... also after leading spaces (spreadsheets skip them) and in their full-width forms (＝＋－＠),
+# which some spreadsheets read as the ASCII ones. The page's csvField uses the same pattern.
+_FORMULA = re.compile(r"^[\t\r]|^[\s\u00a0\u3000\ufeff]*[=+\-@\uff1d\uff0b\uff0d\uff20]")
 
 
 def safe_text(text: str) -> str:
-    """A text cell as OWASP's CSV-injection advice has it: a leading formula character gets a `'`
-    prefix, so the spreadsheet shows it as text. Only for text cells: numbers (a negative delta)
-    are written by _num and stay numbers."""
-    return "'" + text if text.startswith(FORMULA_START) else text
+    """A text cell as OWASP's CSV-injection advice has it: a leading formula character (after any
+    spaces, or its full-width form) gets a `'` prefix, so the spreadsheet shows it as text. Only for
+    text cells: numbers (a negative delta) are written by _num and stay numbers."""
+    return "'" + text if _FORMULA.match(text) else text
 
 
 def csv_table(board: dict, view: str = "scores") -> dict:
@@ -130,10 +133,17 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def _md_escape(text: str) -> str:
-    # Pipes break the table; angle brackets and ampersands would be live HTML where Markdown renders.
+    # Pipes break the table; angle brackets and ampersands would be live HTML where Markdown renders;
+    # brackets would make a link ([x](javascript:...)) of a run name.
     return _CONTROL.sub(
         " ",
-        text.replace("\\", "\\\\").replace("|", "\\|").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"),
+        text.replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("[", "\\[")
+        .replace("]", "\\]"),
     )
 
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 Kind = Literal["generate", "loglikelihood", "perplexity"]
+# The lengths a length-controlled task runs at when --lengths is not given: 4K..128K, RULER's grid.
+DEFAULT_LENGTHS = (4096, 8192, 16384, 32768, 65536, 131072)
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class Task:
     kind: ClassVar[Kind] = "generate"
     metric: ClassVar[str] = ""  # metric name, recorded in results
     max_new_tokens: ClassVar[int] = 0
+    # Score x100 of guessing (25 for four options): a cell whose interval reaches it is at the floor
+    chance: ClassVar[float] = 0.0
     length_controlled: ClassVar[bool] = True  # False: samples come from a fixed dataset
     # Not length-controlled but cut to the budget, leaving room for a chat template's tokens when
     # prompts are wrapped in one (LongBench v2, whose reference sends the cut prompt as a chat turn).
@@ -81,6 +85,62 @@ class Task:
     # The prompt has no context to fit or cut: evaluated once, at length 0 (LongBench v2 without
     # its document, BABILong at 0K).
     no_context: ClassVar[bool] = False
+    # The input protocols the task offers, its default first. Families with a published reference
+    # offer ("reference", "exact-length"): "reference" shows the model what the reference's own
+    # pipeline shows it (items, per-length files, length unit, truncation budget, chat policy, sample
+    # count), so scores stand beside published tables; "exact-length" fills each length L in the
+    # evaluated model's tokens, for comparisons across tokenizers. () : one protocol, recorded nowhere.
+    protocols: ClassVar[tuple[str, ...]] = ()
+    # Under --chat and the "reference" protocol, the system turn used when --system-prompt is not given.
+    reference_system_prompt: ClassVar[str | None] = None
+
+    @property
+    def protocol(self) -> str:
+        """The input protocol in force: set_protocol's choice, else the default (first) one."""
+        return self.__dict__.get("_protocol") or (self.protocols[0] if self.protocols else "")
+
+    def set_protocol(self, name: str) -> None:
+        """Choose the input protocol (before any other call); a name the task lacks is a UserError."""
+        from harness.errors import UserError
+
+        if not self.protocols:
+            return
+        if name not in self.protocols:
+            raise UserError(f"--protocol {name!r}: {self.name} offers {', '.join(self.protocols)}; pass one of those")
+        self._protocol = name
+
+    def task_lengths(self, requested: list[int] | None, context: int, max_length: int | None) -> list[int]:
+        """The lengths (record `length` values) this task runs at. `requested`: the parsed --lengths,
+        None when none were given; `context`: the tightest model context; `max_length`: --max-length.
+        Length-controlled tasks run at the requested lengths (4k..128k by default); fixed datasets cut
+        to a budget run at one length, the whole budget (prompt + generation: --max-length, else the
+        context); prompts without a context to fit (loglikelihood suites, no_context) at 0."""
+        if self.length_controlled:
+            return list(requested) if requested is not None else list(DEFAULT_LENGTHS)
+        if self.kind == "generate" and not self.no_context:
+            return [max_length or context]
+        return [0]
+
+    def default_samples(self, length: int) -> int | None:
+        """Samples a run without --samples takes at `length`; None: the loop's default (500 for a
+        length-controlled task, every item of a fixed dataset)."""
+        return None
+
+    def length_is_budget(self) -> bool:
+        """Whether a length is the sample's whole token budget, so a chat template's tokens come out
+        of it (this project's rule); False where the length counts one part of the prompt, as a
+        reference's does (NoLiMa's haystack alone)."""
+        return True
+
+    def chat_answer_prefix(self) -> bool:
+        """Under --chat, whether the answer prefix follows the assistant header (False: the user
+        turn alone, as HELMET's chat prompts are built)."""
+        return True
+
+    def uses_chat_template(self) -> bool:
+        """Under --chat, whether this task's prompts are wrapped in the chat template (a reference
+        protocol gives its reference's per-task policy)."""
+        return True
 
     def check_available(self) -> None:
         """Raise harness.errors.TaskUnavailable (naming the fix) when a data source is missing."""

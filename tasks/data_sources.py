@@ -75,8 +75,9 @@ DATA_SOURCES: tuple[DataSource, ...] = (
         "--babilong-data",
         "HARNESS_BABILONG",
         "DIR",
-        "bAbI's qaN_*_test.txt files (tasks_1-20_v1-2/en-10k/ or the folder itself) and PG19 books "
-        "as pg19/*.txt (PG19's test split)",
+        "BABILong's released set as the hub gives it (RMT-team/babilong: data/qaN/<length>.json; "
+        "RMT-team/babilong-1k-samples: <length>/qaN-*.parquet); for --protocol exact-length bAbI's "
+        "qaN_*_test.txt files and PG19 books as pg19/*.txt",
         "babilong*",
     ),
     DataSource(
@@ -86,6 +87,14 @@ DATA_SOURCES: tuple[DataSource, ...] = (
         "DIR",
         "HELMET's released data (its data.tar.gz unpacked: kilt/, msmarco/, alce/, ...)",
         "helmet*",
+    ),
+    DataSource(
+        "llama2_tokenizer",
+        "--llama2-tokenizer",
+        "HARNESS_LLAMA2_TOKENIZER",
+        "DIR",
+        "meta-llama/Llama-2-7b-hf's tokenizer files",
+        "helmet LongQA/Summ under --protocol reference: HELMET cuts their documents in Llama-2 tokens",
     ),
     DataSource(
         "nolima",

@@ -32,6 +32,8 @@ def cache_key(task: Task, length: int, seed: int, tokenizer) -> str:
         "tokenizer": tokenizer_fingerprint(tokenizer),
         "data": task.dataset_hash(),
     }
+    if task.protocols:  # the input protocol shapes the samples (keys of one-protocol tasks unchanged)
+        parts["protocol"] = task.protocol
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:20]
 
 

@@ -20,6 +20,7 @@ _TASKS: dict[str, type[Task]] = {}
 _SUITES: dict[str, list[str]] = {}
 _SUITE_HELP: dict[str, str] = {}
 _SUITE_INFO: dict[str, SuiteInfo] = {}
+_HEADLINES: dict[str, Headline] = {}
 
 # Family modules that register tasks/suites on import. A module that fails to import is an error:
 # skipping it would silently drop a whole task family.
@@ -62,6 +63,37 @@ class SuiteInfo:
     order: int | None = None
 
 
+@dataclass(frozen=True)
+class Headline:
+    """The number a suite's reference publishes, and how it is averaged (shown with it).
+
+    groups: headline name -> {category: [tasks]}. At each length a group's value is the mean over
+    its categories of each category's mean over its tasks (LongBench v1's per-language Avg, HELMET's
+    mean of its 7 category means); with weighting "samples" a category pools its tasks' samples
+    (LongBench v2's Overall/Easy/Hard/...). Categories none of whose tasks ran are left out and the
+    value says how many it covers."""
+
+    label: str
+    groups: dict[str, dict[str, list[str]]]
+    weighting: str | None = None
+
+    def to_spec(self, names: list[str]) -> dict | None:
+        """The headline restricted to the tasks of a run (None when it covers none of them)."""
+        keep = set(names)
+        groups = {
+            g: {c: [t for t in ts if t in keep] for c, ts in cats.items() if any(t in keep for t in ts)}
+            for g, cats in self.groups.items()
+        }
+        groups = {g: cats for g, cats in groups.items() if cats}
+        if not groups:
+            return None
+        totals = {g: len(cats) for g, cats in self.groups.items() if g in groups}
+        spec: dict = {"label": self.label, "groups": groups, "categories_total": totals}
+        if self.weighting:
+            spec["weighting"] = self.weighting
+        return spec
+
+
 def register_suite(
     name: str,
     task_names: list[str],
@@ -70,10 +102,19 @@ def register_suite(
     label: str | None = None,
     higher_is_better: bool = True,
     order: int | None = None,
+    headline: Headline | None = None,
 ) -> None:
     _SUITES[name] = list(task_names)
     _SUITE_HELP[name] = help
     _SUITE_INFO[name] = SuiteInfo(label, higher_is_better, order)
+    if headline is not None:
+        _HEADLINES[name] = headline
+
+
+def suite_headline(name: str) -> Headline | None:
+    """The published headline a suite declared (None: its suite average is its headline)."""
+    _load_families()
+    return _HEADLINES.get(name)
 
 
 def suite_info(name: str) -> SuiteInfo | None:

@@ -43,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--out is empty: pass the folder to write")
     if out.exists():
         raise UserError(f"--out {out} already exists: pass a new folder (nothing was written)")
+    from harness.paths import check_out
+
+    check_out(args.out)  # control characters, a file in the way, a read-only place: before the conversion
     src = source_for(args.source)
     if not isinstance(src, GGUFSource):
         raise UserError(

@@ -44,7 +44,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--suite", help="suite name (e.g. ruler, ruler-llama2)")
     g.add_argument("--tasks", metavar="A,B", help="comma list of tasks (instead of a suite)")
     g.add_argument("--exclude", metavar="A,B", help="tasks to leave out (listed as excluded in the results)")
-    g.add_argument("--lengths", metavar="SPEC", help="lengths, e.g. 4k-128k or 1k,4k (default 4k-128k)")
+    g.add_argument(
+        "--lengths",
+        metavar="SPEC",
+        help="lengths, e.g. 4k-128k or 1k,4k (default: 4k-128k; a published suite under --protocol reference: "
+        "its reference's own grid)",
+    )
+    g.add_argument(
+        "--protocol",
+        choices=["reference", "exact-length"],
+        default="reference",
+        help="inputs of the published suites (LongBench v1/v2, HELMET, BABILong, NoLiMa): reference (default) "
+        "shows the model what the reference's own pipeline shows it (items, per-length files, length unit, "
+        "truncation budget, per-task chat policy, sample count), so scores stand beside published tables; "
+        "exact-length fills each length in the evaluated model's tokens, to compare across tokenizers. "
+        "Recorded in every record and results.json",
+    )
     g.add_argument(
         "--samples",
         type=int,
@@ -66,6 +81,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=8,
         help="samples stored per write; loglikelihood rows per batch (hf generation runs one prompt at a time) (default 8)",
+    )
+    g.add_argument(
+        "--no-doctor",
+        action="store_true",
+        help="skip the cheap set-up checks eval runs first (harness doctor's: the tokenizer's EOS and vocabulary); "
+        "recorded in results.json",
     )
     g.add_argument(
         "--no-prefix-reuse",
@@ -127,14 +148,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="VAR",
         help="environment variable holding the API key (default: OPENAI_API_KEY when set, else no key)",
     )
-    g.add_argument("--concurrency", type=int, default=8, metavar="N", help="requests in flight (default 8)")
-    g.add_argument(
-        "--request-timeout", type=float, default=600.0, metavar="S", help="seconds per request (default 600)"
-    )
+    # default None: given with a local backend, which would ignore them, they are an error
+    g.add_argument("--concurrency", type=int, metavar="N", help="requests in flight (default 8)")
+    g.add_argument("--request-timeout", type=float, metavar="S", help="seconds per request (default 600)")
     g.add_argument(
         "--retries",
         type=int,
-        default=5,
         metavar="N",
         help="tries again after a 429, 5xx or connection error, waiting 0.5 s, 1 s, 2 s, ... (default 5)",
     )
@@ -179,6 +198,10 @@ def _rope_scaling(text: str | None) -> dict | None:
         return None
     try:
         value = json.loads(text)
+    except RecursionError:  # a nesting Python's parser cannot follow: no rope scaling is nested at all
+        raise UserError(
+            '--rope-scaling is nested too deeply: write a flat object, e.g. \'{"rope_type": "yarn", "factor": 4.0}\''
+        ) from None
     except ValueError as exc:
         raise UserError(
             f'--rope-scaling is not valid JSON ({exc}): write e.g. \'{{"rope_type": "yarn", "factor": 4.0}}\''
@@ -192,10 +215,44 @@ def _rope_scaling(text: str | None) -> dict | None:
     normalised = normalise_rope_scaling(value)  # no rope type: an error now, not when the first model loads
     if normalised is not None:
         check_rope_scaling(normalised)
+        _check_rope_keys(normalised)
     factor = value.get("factor")
     if factor is not None:  # a number (check_rope_scaling), and one that scales
         require_above((("--rope-scaling factor", factor, 0),))
     return value
+
+
+# The keys transformers reads for each rope type (modeling_rope_utils' validators), beside rope_type,
+# rope_theta and partial_rotary_factor: any other key is a typo that transformers would only warn
+# about and ignore, so a run would go without the scaling the user meant.
+_ROPE_KEYS = {
+    "default": set(),
+    "linear": {"factor"},
+    "dynamic": {"factor", "original_max_position_embeddings"},
+    "yarn": {
+        "factor",
+        "original_max_position_embeddings",
+        "attention_factor",
+        "beta_fast",
+        "beta_slow",
+        "mscale",
+        "mscale_all_dim",
+        "truncate",
+    },
+    "longrope": {"short_factor", "long_factor", "original_max_position_embeddings", "attention_factor", "factor"},
+    "llama3": {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
+}
+
+
+def _check_rope_keys(rope_scaling: dict) -> None:
+    kind = rope_scaling["rope_type"]
+    known = _ROPE_KEYS.get(kind, set()) | {"rope_type", "rope_theta", "partial_rotary_factor"}
+    unknown = sorted(str(k) for k in rope_scaling if k not in known)
+    if unknown:
+        raise UserError(
+            f"--rope-scaling key {unknown[0]!r} is not one rope_type {kind!r} takes (it would be ignored in silence): "
+            f"use {', '.join(sorted(known - {'rope_type'}))}"
+        )
 
 
 def check_numbers(args: argparse.Namespace) -> None:
@@ -234,12 +291,38 @@ def check_numbers(args: argparse.Namespace) -> None:
         raise UserError(f"--threshold {args.threshold} is above 100: scores are percentages (RULER uses 85.6)")
 
 
+# Flags whose empty value means something (an empty system turn); any other empty text is a mistake.
+_MAY_BE_EMPTY = {"system_prompt"}
+_SERVED_ONLY = ("concurrency", "request_timeout", "retries", "api_key_env")
+
+
+def _check_given(args: argparse.Namespace) -> None:
+    """An empty value (--tokenizer "") and a served-model flag given with a local backend, which
+    would ignore it (--concurrency with hf), are one-line errors instead of being accepted in silence."""
+    from harness.runners.registry import is_local
+
+    for dest, value in sorted(vars(args).items()):
+        if isinstance(value, str) and not value.strip() and dest not in _MAY_BE_EMPTY:
+            flag = "--" + dest.replace("_", "-")
+            raise UserError(f"{flag} is empty: give it a value or leave the flag out")
+    backend = getattr(args, "backend", None)
+    if backend is not None and is_local(backend):
+        given = ["--" + d.replace("_", "-") for d in _SERVED_ONLY if getattr(args, d, None) is not None]
+        if given:
+            raise UserError(
+                f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for served models (--backend openai); "
+                f"--backend {backend} would ignore {'it' if len(given) == 1 else 'them'}: drop "
+                f"{'it' if len(given) == 1 else 'them'} (--batch-size sets how many prompts run together)"
+            )
+
+
 def check_args(args: argparse.Namespace) -> None:
     """The checks that need no file or model: numbers, --rope-scaling, the run name and --out.
     (`harness demo` runs them on its eval arguments before it trains anything.)"""
     from harness.paths import check_out, check_run_name
 
     check_numbers(args)
+    _check_given(args)
     _rope_scaling(args.rope_scaling)
     if args.name is not None:
         check_run_name(args.name)
@@ -285,7 +368,8 @@ def config_from_args(args: argparse.Namespace):
         suite=suite,
         tasks=tasks,
         exclude=exclude,
-        lengths=lengths or "4k-128k",
+        lengths=lengths,
+        protocol=args.protocol,
         samples=samples,
         seed=args.seed,
         backend=args.backend,
@@ -309,20 +393,43 @@ def config_from_args(args: argparse.Namespace):
         model=args.model,
         base_url=args.base_url,
         api_key_env=args.api_key_env,
-        concurrency=args.concurrency,
-        request_timeout=args.request_timeout,
-        retries=args.retries,
+        concurrency=8 if args.concurrency is None else args.concurrency,
+        request_timeout=600.0 if args.request_timeout is None else args.request_timeout,
+        retries=5 if args.retries is None else args.retries,
         tokenizer=args.tokenizer,
         no_answer_prefix=args.no_answer_prefix,
         max_new_tokens=args.max_new_tokens,
         system_prompt=args.system_prompt,
         strip_thinking=args.strip_thinking,
         prefix_reuse=not args.no_prefix_reuse,
+        no_doctor=getattr(args, "no_doctor", False),
     )
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.evaluate import run_eval
 
-    run_eval(config_from_args(args))
+    cfg = config_from_args(args)
+    if not cfg.no_doctor:
+        from harness.doctor import preflight
+
+        preflight(cfg)  # a broken set-up stops here, before a table of zeros
+    results = run_eval(cfg)
+    _say_degenerate(results)
     return 0
+
+
+def _say_degenerate(results: dict) -> None:
+    """The run's last line when its predictions are degenerate as a whole (every one empty, or
+    every one ran to max new tokens): the table of zeros above is a set-up problem, not a score."""
+    from harness.degenerate import describe_causes
+
+    d = results.get("degenerate") or {}
+    n = d.get("n", 0)
+    for kind, what in (("empty", "empty"), ("at_max", "ran to max new tokens")):
+        if n and d.get(kind) == 1.0:
+            print(
+                f"warning: all {n} predictions {'are ' if kind == 'empty' else ''}{what}: {describe_causes(kind)}; "
+                "run `harness doctor` with the same flags"
+            )
+            return

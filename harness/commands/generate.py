@@ -26,6 +26,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", help="comma list of tasks (instead of --suite)")
     p.add_argument("--exclude", help="comma list of tasks to leave out")
     p.add_argument("--lengths", required=True, help="lengths, e.g. 4k-128k, 1k,4k,16k or 4000 (k = 1024)")
+    p.add_argument(
+        "--protocol",
+        choices=["reference", "exact-length"],
+        default="reference",
+        help="inputs of the published suites, as `harness eval --protocol` (default reference)",
+    )
     p.add_argument("--tokenizer", help="Hugging Face tokenizer directory or hub name (default: the embedded tokenizer)")
     p.add_argument("--samples", type=int, default=100, help="samples per task and length (default 100)")
     p.add_argument("--out", required=True, help="output directory")
@@ -67,6 +73,7 @@ def run(args) -> int:
     tasks = []
     for name in names:
         task = get_task(name)
+        task.set_protocol(args.protocol)
         try:
             task.check_available()
         except TaskUnavailable as exc:
@@ -86,7 +93,9 @@ def run(args) -> int:
     written = 0
     for task in tasks:
         name = task.name
-        for length in [0] if task.no_context else lengths:  # a prompt without context has no length
+        # the task's own lengths under the protocol (NoLiMa's reference reads 1k as a 1000-token haystack)
+        own = task.task_lengths(lengths, 0, None) if task.length_controlled else lengths
+        for length in [0] if task.no_context else own:
             n = args.samples
             avail = task.num_samples_available(length)
             if avail is not None and avail < n:

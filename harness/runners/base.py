@@ -19,6 +19,13 @@ class GenerationRequest:
     # The same prompt as chat turns ({"role", "content"}; a last assistant turn is the answer
     # prefix), for runners that send messages to a server's chat template (openai --chat).
     messages: tuple[dict, ...] | None = None
+    # Token-level stops, as LongBench's pred.py runs samsum (eos_token_id=[EOS, id of "\n"]): each text's
+    # LAST token id (encoded without special tokens) ends generation like an EOS id, and the text is cut
+    # before it. Unlike `stop` (strings cut from the decoded text) this changes where decoding ends.
+    stop_tokens: tuple[str, ...] = ()
+    # During the first min_new_tokens steps every stop id (EOS ids and stop_tokens' ids) is masked to
+    # -inf, so it cannot be chosen (pred.py's min_length=context_length+1 is min_new_tokens=1).
+    min_new_tokens: int = 0
 
 
 @dataclass(frozen=True)

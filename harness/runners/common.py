@@ -254,6 +254,19 @@ def stop_token_ids(tokenizer_eos, *eos_fields) -> tuple[int, ...]:
     return tuple(sorted(ids))
 
 
+def text_stop_ids(tokenizer, texts) -> frozenset[int]:
+    """The ids GenerationRequest.stop_tokens stop at: each text's LAST token id, encoded without special
+    tokens, as LongBench's pred.py builds its samsum stop (tokenizer.encode("\n", add_special_tokens=False)[-1];
+    a SentencePiece tokenizer may put a "▁" piece before the newline's)."""
+    ids = set()
+    for text in texts:
+        encoded = tokenizer.encode(text, add_special_tokens=False)
+        if not encoded:
+            raise UserError(f"stop token {text!r} encodes to no token with this tokenizer")
+        ids.add(int(encoded[-1]))
+    return frozenset(ids)
+
+
 def _model_file(model: str, name: str) -> str | None:
     """A model's config file on this machine: in its folder, or in the hub cache for a hub name
     (`org/name[@revision]`; never downloaded here). None when there is none."""

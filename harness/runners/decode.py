@@ -64,6 +64,10 @@ class _Row:
     last: int  # the token to feed next
     seconds: float = 0.0  # this row's share of the decoding steps it took part in
     tokens: list[int] = field(default_factory=list)
+    # This row's stop ids (the model's, plus its request's stop_tokens ids) and how many tokens it must
+    # generate before one of them may be chosen (GenerationRequest.min_new_tokens).
+    stop_ids: frozenset = frozenset()
+    min_new: int = 0
 
 
 class RowsCache:
@@ -145,11 +149,22 @@ class DecodeRows:
         free = free_bytes(self.device)
         return free is None or nbytes * 3 // 2 + MEMORY_MARGIN <= free
 
-    def admit(self, cache, length: int, first: int, tag: object, room: int = 0, take: bool = False) -> None:
+    def admit(
+        self,
+        cache,
+        length: int,
+        first: int,
+        tag: object,
+        room: int = 0,
+        take: bool = False,
+        stop_ids: frozenset | None = None,
+        min_new: int = 0,
+    ) -> None:
         """A prompt whose prefill left its keys and values in cache[:length] and chose `first` goes into
         a free slot, to be decoded from `first` on, with space for `room` more tokens. Its row gets its own
         copy of them, head-major (prefix.RowLayer: the layout changes no bit, only speed); `take`: the row
-        takes the cache's buffers themselves (no copy; the cache must not be used again)."""
+        takes the cache's buffers themselves (no copy; the cache must not be used again). `stop_ids`: the
+        row's own stop ids (default: the model's); `min_new`: stop ids are masked until it has that many tokens."""
         import time
 
         from harness.runners.prefix import GrowingLayer, RowLayer
@@ -167,7 +182,8 @@ class DecodeRows:
                 own.reserve(length + room, k, v)
                 own.update(k, v)
                 layers.append(own)
-        row = _Row(tag, layers, length, first, tokens=[first])
+        stops = self.stop_ids if stop_ids is None else frozenset(stop_ids)
+        row = _Row(tag, layers, length, first, tokens=[first], stop_ids=stops, min_new=min_new)
         row.seconds = time.perf_counter() - t0  # the copy is this prompt's own work
         self.slots[slot] = row
 
@@ -187,7 +203,20 @@ class DecodeRows:
             use_cache=True,
             **kwargs,
         )
-        chosen = out.logits[:, -1].argmax(-1).tolist()
+        logits = out.logits[:, -1]
+        # Rows short of their min_new tokens cannot choose a stop id (transformers' min-length processors
+        # set those scores to -inf). Masking a row's own logits leaves every other row's argmax as it was,
+        # and with no such row the logits are not touched: outputs without min_new stay bit-identical.
+        floor = [
+            r for r, row in enumerate(self.slots) if row is not None and row.stop_ids and len(row.tokens) < row.min_new
+        ]
+        if floor:
+            logits = logits.clone()
+            for r in floor:
+                row = self.slots[r]
+                assert row is not None
+                logits[r, sorted(row.stop_ids)] = float("-inf")
+        chosen = logits.argmax(-1).tolist()
         share = (time.perf_counter() - t0) / max(1, self.active)
         for r, row in enumerate(self.slots):
             if row is None:
@@ -195,7 +224,7 @@ class DecodeRows:
             row.length += 1
             row.seconds += share
             tok = int(chosen[r])
-            if tok in self.stop_ids:
+            if tok in row.stop_ids:
                 self.slots[r] = None
                 yield row
                 continue

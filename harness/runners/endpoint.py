@@ -203,3 +203,23 @@ class Endpoint:
             names = ", ".join(sorted(m.id for m in served)) or "none"
             raise UserError(f"model {model!r} is not served at {self.base} (it serves: {names}): pass one with --model")
         return {"id": model, "root": entry.root or model, "max_model_len": entry.context}
+
+
+def server_token_count(base_url: str, model: str, prompt: str, api_key_env: str | None = None) -> int | None:
+    """The server's own token count of `prompt` (special tokens included, as the server adds them),
+    from POST /tokenize at the server root (vLLM, SGLang) or under the API root; None when the server
+    has no such route or answers something else (harness doctor then says it cannot compare)."""
+    ep = Endpoint(base_url, api_key_from_env(api_key_env), timeout=30.0, retries=0)
+    root = ep.base.removesuffix("/v1")
+    payload = {"model": model, "prompt": prompt, "add_special_tokens": True}
+    for base in dict.fromkeys((root, ep.base)):
+        ep.base = base  # api_base would put /v1 back on the server root
+        status, body, _, _ = ep._once("POST", "/tokenize", payload)
+        if not 200 <= status < 300 or not isinstance(body, dict):
+            continue
+        count, tokens = body.get("count"), body.get("tokens")
+        if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+            return count
+        if isinstance(tokens, list):
+            return len(tokens)
+    return None

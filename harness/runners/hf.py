@@ -18,9 +18,10 @@ time of batch 1 at 4K and changed 5 of 25 bf16 predictions), and 8 decoding rows
 (benchmarks/decode_width.py). Architectures the engine refuses (sliding-window or linear-attention
 layers) run transformers generate one unpadded row at a time.
 Generation stops at any EOS id of the model (tokenizer, config and generation config, as transformers'
-generate and vLLM stop; several ids are in the records' identity as `eos_ids`); stop strings cut the
-decoded text afterwards, which gives the same text as stopping early. A sequence that does not fit
-in memory stops with a UserError naming the flags that help.
+generate and vLLM stop; several ids are in the records' identity as `eos_ids`), and at a request's
+`stop_tokens` ids, none of them choosable in its first `min_new_tokens` steps (LongBench pred.py's
+samsum); stop strings cut the decoded text afterwards, which gives the same text as stopping early.
+A sequence that does not fit in memory stops with a UserError naming the flags that help.
 
 Loglikelihood runs right-padded batches: at most --batch-size rows and at most `max_batch_tokens`
 (settings.extra, default DEFAULT_BATCH_TOKENS) padded tokens, so the batch shrinks as length grows
@@ -50,6 +51,7 @@ from harness.runners.common import (
     prompts_ids,
     rope_override_dict,
     stop_token_ids,
+    text_stop_ids,
 )
 from harness.runners.registry import register_runner
 from harness.sources import load_target
@@ -239,10 +241,14 @@ class HFRunner:
                     f"{self.max_model_len}: pass --max-model-len (with --rope-scaling/--rope-theta) or shorter lengths"
                 )
         self.sample_stats = {}
+        # Per-request token stops (GenerationRequest.stop_tokens), on top of the model's EOS ids.
+        extra = [text_stop_ids(self.tokenizer, r.stop_tokens) for r in requests]
         if self.engine is None:
-            yield from self._generate_plain(requests, encoded)
+            yield from self._generate_plain(requests, encoded, extra)
             return
-        runs = self.engine.run(encoded, [r.max_new_tokens for r in requests])
+        runs = self.engine.run(
+            encoded, [r.max_new_tokens for r in requests], extra, [r.min_new_tokens for r in requests]
+        )
         while (done := self._oom_guard(lambda: next(runs, None), encoded)) is not None:
             r = requests[done.index]
             self.sample_stats[done.index] = {
@@ -253,11 +259,12 @@ class HFRunner:
                 "grid": self.engine.chunk,
             }
             self.batch_log.append((1, done.prompt_tokens + r.max_new_tokens))
-            yield done.index, self._decode(done.tokens, r), done.seconds
+            yield done.index, self._decode(done.tokens, r, extra[done.index]), done.seconds
 
-    def _decode(self, toks: list[int], r: GenerationRequest) -> str:
+    def _decode(self, toks: list[int], r: GenerationRequest, extra: frozenset[int] = frozenset()) -> str:
+        """The text of toks up to the first stop id (the model's EOS ids or the request's `extra`)."""
         toks = toks[: r.max_new_tokens]
-        end = next((k for k, t in enumerate(toks) if t in self.stop_ids), None)
+        end = next((k for k, t in enumerate(toks) if t in self.stop_ids or t in extra), None)
         if end is not None:
             toks = toks[:end]
         text = cast(str, self.tokenizer.decode(toks, skip_special_tokens=True))  # one sequence: one str
@@ -282,9 +289,10 @@ class HFRunner:
             "smaller --max-model-len, --dtype bfloat16 (if float32), or shorter lengths"
         )
 
-    def _generate_plain(self, requests, encoded) -> Iterator[tuple[int, str, float]]:
+    def _generate_plain(self, requests, encoded, extra=None) -> Iterator[tuple[int, str, float]]:
         """Architectures the prefix engine refuses: transformers generate, one unpadded row per request
-        (no padding, so the output never depends on the other requests)."""
+        (no padding, so the output never depends on the other requests). extra[i]: request i's token
+        stops besides the model's EOS ids."""
         import time
 
         import torch
@@ -296,26 +304,31 @@ class HFRunner:
                 yield i, "", 0.0
                 continue
             ids = torch.tensor([list(encoded[i])], dtype=torch.long, device=self.device)
+            stops = sorted(set(self.stop_ids) | (extra[i] if extra else frozenset()))
+            # min_new_tokens masks every id of eos_token_id for that many steps (transformers'
+            # MinNewTokensLengthLogitsProcessor); passed only when set, so other calls stay as they were.
+            floor = {"min_new_tokens": r.min_new_tokens} if r.min_new_tokens > 0 and stops else {}
 
-            def step(ids=ids, max_new=r.max_new_tokens):
+            def step(ids=ids, max_new=r.max_new_tokens, stops=stops, floor=floor):
                 with torch.inference_mode():
                     return self.model.generate(
                         input_ids=ids,
                         attention_mask=torch.ones_like(ids),
                         do_sample=False,
                         max_new_tokens=max_new,
-                        eos_token_id=list(self.stop_ids) or None,
+                        eos_token_id=stops or None,
                         pad_token_id=self.pad_id,
                         temperature=None,
                         top_p=None,
                         top_k=None,
+                        **floor,
                     )
 
             gen = self._oom_guard(step, [encoded[i]])
             toks = gen[0, ids.shape[1] :].tolist()
             self.sample_stats[i] = {"prompt_tokens": len(encoded[i]), "reused_tokens": 0, "new_tokens": len(toks)}
             self.batch_log.append((1, len(encoded[i]) + r.max_new_tokens))
-            yield i, self._decode(toks, r), time.perf_counter() - t0
+            yield i, self._decode(toks, r, extra[i] if extra else frozenset()), time.perf_counter() - t0
 
     # -- loglikelihood -----------------------------------------------------------------------
     def _encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:

@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from harness.errors import UserError
 from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
-from harness.runners.common import cut_at_stop, encode_pair, prompt_ids
-from harness.runners.endpoint import Endpoint, RequestRejected, api_key_from_env
+from harness.runners.common import cut_at_stop, encode_pair, prompt_ids, text_stop_ids
+from harness.runners.endpoint import Endpoint, EndpointError, RequestRejected, api_key_from_env
 from harness.runners.registry import register_runner
 from harness.runners.replies import ChatCompletion, Completion, CompletionChoice, ScoredCompletion
 
@@ -146,6 +146,12 @@ class OpenAIRunner:
         }
         if r.stop:
             payload["stop"] = list(r.stop)
+        # Token stops and a minimum length (LongBench pred.py's samsum) as vLLM's extra sampling fields,
+        # the ids from the local tokenizer; sent only when set, so every other request is as it was.
+        if r.stop_tokens:
+            payload["stop_token_ids"] = sorted(text_stop_ids(self.tokenizer, r.stop_tokens))
+        if r.min_new_tokens > 0:
+            payload["min_tokens"] = r.min_new_tokens
         if self.chat:
             if not r.messages:
                 raise UserError("--chat needs the task input as messages: this task gave only a prompt text")
@@ -166,11 +172,19 @@ class OpenAIRunner:
                 raise UserError(f"{exc}{hint}") from None
             # content is null only when a reasoning parser took the whole output as thinking.
             text = chat.choices[0].message.content or ""
-            usage = chat.usage
+            usage, finish = chat.usage, chat.choices[0].finish_reason
         else:
             payload["prompt"] = r.prompt
             completion = self.endpoint.post("/completions", payload, Completion)
-            text, usage = completion.choices[0].text, completion.usage
+            text, usage, finish = completion.choices[0].text, completion.usage, completion.choices[0].finish_reason
+        if finish == "content_filter":
+            # The provider withheld the answer: no prediction exists, and storing "" would score a
+            # 0 the model never earned. The run stops here (what is stored stays) with the reason.
+            raise EndpointError(
+                f"{self.endpoint.base} withheld an answer (finish_reason 'content_filter', the provider's content "
+                "filter): it is not stored as a prediction; evaluate this task on an unfiltered deployment or "
+                "leave it out with --exclude"
+            )
         self._note_count(n_prompt, usage.prompt_tokens if usage else None)
         return cut_at_stop(text, r.stop)
 

@@ -351,11 +351,23 @@ class PrefixEngine:
         assert logits is not None
         return logits
 
-    def run(self, prompts: Sequence[Sequence[int]], max_new: list[int]) -> Iterator[Generated]:
+    def run(
+        self,
+        prompts: Sequence[Sequence[int]],
+        max_new: list[int],
+        extra_stops: Sequence[frozenset[int]] | None = None,
+        min_new: Sequence[int] | None = None,
+    ) -> Iterator[Generated]:
         """Every prompt's greedy continuation, yielded as each finishes: prompts are prefilled one at a
-        time in prefix order, then decode `rows` at a time (harness/runners/decode.py)."""
+        time in prefix order, then decode `rows` at a time (harness/runners/decode.py).
+
+        extra_stops[i]: ids that end prompt i's generation besides the engine's (GenerationRequest.
+        stop_tokens); min_new[i]: during its first min_new[i] tokens every stop id is masked to -inf."""
         from harness.runners.decode import DecodeRows
 
+        extras = extra_stops or [frozenset()] * len(prompts)
+        stops = [self.stop_ids | extra for extra in extras]
+        floors = list(min_new or [0] * len(prompts))
         for i in range(len(prompts)):
             if max_new[i] <= 0 or not prompts[i]:  # nothing to generate (or nothing to condition on)
                 yield Generated(i, [], 0.0, len(prompts[i]), 0)
@@ -389,7 +401,11 @@ class PrefixEngine:
             # a yield: whoever consumes the results may use the model meanwhile.
             with self.model_attention(), torch.inference_mode():
                 t0 = time.perf_counter()
-                tok = int(self.prefill(cache, ids, keep).argmax())
+                logits = self.prefill(cache, ids, keep)
+                if floors[i] > 0 and stops[i]:  # the first token may not be a stop id (see run's docstring)
+                    logits = logits.clone()
+                    logits[sorted(stops[i])] = float("-inf")
+                tok = int(logits.argmax())
                 t1 = time.perf_counter()
             # The prefill's seconds split over its new chunks by tokens (attention makes later
             # chunks dearer, so this is an approximation), then shared among each chunk's users.
@@ -397,8 +413,8 @@ class PrefixEngine:
             for s in range(keep, len(ids), self.chunk):
                 node_seconds.append((t1 - t0) * min(self.chunk, len(ids) - s) / max(1, own))
             shared = sum(sec / n for sec, n in zip(node_seconds, users[k]))
-            if tok in self.stop_ids or max_new[i] <= 1:
-                yield Generated(i, [] if tok in self.stop_ids else [tok], shared, len(ids), keep, shared)
+            if tok in stops[i] or max_new[i] <= 1:
+                yield Generated(i, [] if tok in stops[i] else [tok], shared, len(ids), keep, shared)
             else:
                 prefilled[i] = (shared, keep)
                 need = rows.row_bytes(cache, len(ids) + max_new[i])
@@ -408,7 +424,16 @@ class PrefixEngine:
                 # Too little memory for a copy even so: the row takes the prefix cache itself.
                 handed_over = not rows.can_hold(need)
                 with torch.inference_mode():
-                    rows.admit(cache, len(ids), tok, i, room=max_new[i], take=handed_over)
+                    rows.admit(
+                        cache,
+                        len(ids),
+                        tok,
+                        i,
+                        room=max_new[i],
+                        take=handed_over,
+                        stop_ids=stops[i],
+                        min_new=floors[i],
+                    )
                 if handed_over:
                     cache = PrefixCache()
             while rows.full() or (k == len(order) - 1 and rows.active):

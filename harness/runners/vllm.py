@@ -32,6 +32,7 @@ from harness.runners.common import (
     encode_pair,
     prompts_ids,
     rope_override_dict,
+    text_stop_ids,
 )
 from harness.runners.registry import register_runner
 from harness.sources import load_target
@@ -128,12 +129,16 @@ class VLLMRunner:
         # one sharing them is scheduled.
         order = sorted(range(len(requests)), key=lambda i: encoded[i])
         prompts = [TokensPrompt(prompt_token_ids=encoded[i]) for i in order]
+        # Token stops (GenerationRequest.stop_tokens) end generation like EOS; min_tokens masks EOS and
+        # them for that many steps (vLLM's min-tokens processor), as pred.py's min_length does.
+        extra = [text_stop_ids(self.tokenizer, r.stop_tokens) for r in requests]
         params = [
             SamplingParams(
                 temperature=0.0,
                 max_tokens=requests[i].max_new_tokens,
                 stop=list(requests[i].stop) or None,
                 skip_special_tokens=True,
+                **self._token_stop_params(extra[i], requests[i].min_new_tokens),
             )
             for i in order
         ]
@@ -144,6 +149,10 @@ class VLLMRunner:
             toks = list(o.outputs[0].token_ids)
             if self.eos_id in toks:
                 toks = toks[: toks.index(self.eos_id)]
+            # cut before a token stop too (vLLM keeps the stop id in token_ids), as before EOS
+            end = next((k for k, t in enumerate(toks) if t in extra[i]), None)
+            if end is not None:
+                toks = toks[:end]
             self.sample_stats[i] = {
                 "prompt_tokens": len(encoded[i]),
                 "reused_tokens": int(getattr(o, "num_cached_tokens", None) or 0),
@@ -151,6 +160,16 @@ class VLLMRunner:
             }
             texts[i] = cut_at_stop(cast(str, self.tokenizer.decode(toks, skip_special_tokens=True)), r.stop)
         return texts
+
+    @staticmethod
+    def _token_stop_params(extra: frozenset[int], min_new: int) -> dict:
+        """SamplingParams fields of a request's token stops, only when set (other requests stay as they were)."""
+        params: dict = {}
+        if extra:
+            params["stop_token_ids"] = sorted(extra)
+        if min_new > 0:
+            params["min_tokens"] = min_new
+        return params
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[tuple[float, bool]]:
         from vllm import SamplingParams

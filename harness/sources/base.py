@@ -189,6 +189,37 @@ def _expand(item: str) -> list[ModelSource]:
     raise UserError(f"no model source matches {item!r}")  # the folder kind claims every item
 
 
+def vanished(source) -> bool:
+    """Whether a local checkpoint folder (a source, or a Checkpoint) is gone since it was matched."""
+    ck = getattr(source, "checkpoint", source)
+    return bool(ck.local) and not os.path.isdir(ck.path)
+
+
+def warn_vanished(path: str) -> None:
+    print(
+        f"warning: skipping checkpoint {path}: it was deleted after it matched --ckpts (a training run's "
+        "--keep-last pruning it?); the other checkpoints are evaluated",
+        file=sys.stderr,
+    )
+
+
+def still_there(sources: list, spec: str = "") -> list:
+    """The sources whose folders still exist; each one gone is skipped with one line. UserError when
+    none is left."""
+    alive = []
+    for s in sources:
+        if vanished(s):
+            warn_vanished(s.checkpoint.path)
+        else:
+            alive.append(s)
+    if not alive:
+        raise UserError(
+            f"every checkpoint matching {spec!r} was deleted while this run planned (a training run's --keep-last?): "
+            "evaluate after the training run, or pass checkpoints it keeps"
+        )
+    return alive
+
+
 def select_sources(spec: str, last: int | None = None) -> list[ModelSource]:
     """--ckpts SPEC [--last N] -> sources sorted by step (step-less first, by path), deduplicated,
     incomplete training checkpoints skipped with a warning; UserError on any bad input."""
@@ -214,6 +245,8 @@ def select_sources(spec: str, last: int | None = None) -> list[ModelSource]:
             skipped += 1
         else:
             sources.append(src)
+    if not sources and not skipped:  # every match deleted before it was read
+        still_there([], spec)
     if not sources:
         raise UserError(
             f"every checkpoint matching {spec!r} is incomplete ({skipped} skipped): "

@@ -23,7 +23,8 @@ from harness.checkpoints import (
     step_of,
     tokenizer_fingerprint,
 )
-from harness.sources.base import ModelSource, register_kind
+from harness.errors import UserError
+from harness.sources.base import ModelSource, register_kind, warn_vanished
 
 
 @register_kind
@@ -50,13 +51,18 @@ class CheckpointSource(ModelSource):
                 )
                 out.append(cls(ck))
                 continue
-            why = incomplete_reason(path)
-            if why is not None:  # not loadable: no fingerprint; select_sources skips it with a warning
-                out.append(
-                    cls(Checkpoint(path=path, step=step_of(path), fingerprint="", training=None, local=True), why)
-                )
-            else:
-                out.append(cls(load_checkpoint(path)))
+            try:
+                why = incomplete_reason(path)
+                if why is not None:  # not loadable: no fingerprint; select_sources skips it with a warning
+                    out.append(
+                        cls(Checkpoint(path=path, step=step_of(path), fingerprint="", training=None, local=True), why)
+                    )
+                else:
+                    out.append(cls(load_checkpoint(path)))
+            except (OSError, UserError):
+                if Path(path).is_dir():
+                    raise
+                warn_vanished(path)  # matched, then deleted (a training run's --keep-last pruning it)
         return out
 
     def incomplete(self) -> str | None:

@@ -164,7 +164,9 @@ def _books(root: str | None) -> Books:
                 for f in files:
                     raw = read_bytes(f, _fix())
                     digest.update(f.name.encode() + b"\0" + raw + b"\0")
-                    texts.append(raw.decode("utf-8", errors="replace"))
+                    # a binary or non-UTF-8 file is refused (one line naming it), never read with
+                    # replacement characters into every haystack
+                    texts.append(decode(raw, f, _fix()))
                 if not any(len(t) > 1000 for t in texts):
                     raise TaskUnavailable(f"the PG19 books in {d} are empty or tiny: {_fix()}")
                 return Books(tuple(texts), digest.hexdigest()[:16], str(d))

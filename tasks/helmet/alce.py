@@ -9,16 +9,17 @@ with one line saying so, never scored 0. The scoring follows eval_alce.compute_a
 prefixed with the question); `citation_scores` takes the NLI as a function so its plumbing is
 tested without the model.
 
-Sentences: eval_alce splits ASQA outputs with nltk.sent_tokenize (punkt). Punkt's data cannot be
-downloaded here, so `sentences` uses nltk's punkt when its data is installed and a
-regex splitter after . ! ? otherwise; metadata["sentence_splitter"] says which.
+Sentences: eval_alce splits ASQA outputs with nltk.sent_tokenize (punkt's English model), and so do
+these tasks; without punkt's data the ASQA citation tasks are unavailable with one line naming the
+download (another splitter would change the scores silently). An ASQA output with no sentence of 5
+characters or more is left out of eval_alce's citation means ("if len(sents) == 0: continue"), not
+scored 0: `unscored_reason` says so for such a sample (the loop leaves it out of the averages).
 """
 
 from __future__ import annotations
 
 import os
 import random
-import re
 from functools import lru_cache
 from typing import ClassVar
 
@@ -60,15 +61,28 @@ def doc_context(doc_prompt: str, docs) -> str:
     return "\n\n".join(doc_prompt.format(**d, ID=i + 1) for i, d in enumerate(docs))
 
 
-def sentences(text: str) -> tuple[list[str], str]:
-    """(sentences, splitter name): nltk's punkt when its data is installed, else a regex split."""
-    try:
-        from nltk import sent_tokenize
+PUNKT_FIX = (
+    "ASQA citation scores split sentences with nltk's punkt, as eval_alce does, and its data is not "
+    "installed: run `python -m nltk.downloader punkt_tab` (or copy nltk_data/tokenizers/punkt_tab to a folder NLTK_DATA names)"
+)
 
-        return sent_tokenize(text), "punkt"
-    except (ImportError, LookupError):
-        parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+", text) if p.strip()]
-        return parts, "regex"
+
+def sentences(text: str) -> list[str]:
+    """nltk.sent_tokenize(text) (punkt); TaskUnavailable naming the download when punkt is missing."""
+    from nltk import sent_tokenize
+
+    try:
+        return sent_tokenize(text)
+    except LookupError:
+        raise TaskUnavailable(PUNKT_FIX) from None
+
+
+def claim_sentences(output: str, question: str, qampari: bool) -> list[str]:
+    """eval_alce.compute_autoais's claims of a cleaned output: QAMPARI's comma items prefixed with
+    the question, else punkt's sentences of at least 5 characters."""
+    if qampari:
+        return [question + " " + x.strip() for x in output.rstrip().rstrip(".").rstrip(",").split(",")]
+    return [s for s in sentences(output) if len(s.strip()) >= 5]
 
 
 def citation_scores(output: str, question: str, docs, qampari: bool, nli) -> dict[str, float]:
@@ -79,12 +93,8 @@ def citation_scores(output: str, question: str, docs, qampari: bool, nli) -> dic
     def fmt(doc) -> str:
         return f"Title: {doc['title']}\n{doc['sent'] if 'sent' in doc else doc['text']}"
 
-    output = metrics.alce_clean(output)
-    if qampari:
-        sents = [question + " " + x.strip() for x in output.rstrip().rstrip(".").rstrip(",").split(",")]
-    else:
-        sents = [s for s in sentences(output)[0] if len(s.strip()) >= 5]
-    if not sents:
+    sents = claim_sentences(metrics.alce_clean(output), question, qampari)
+    if not sents:  # eval_alce skips the item (unscored_reason); 0 only for a caller that asks anyway
         return {"citation_rec": 0.0, "citation_prec": 0.0}
     entail = entail_prec = total = 0
     for sent in sents:
@@ -148,6 +158,17 @@ class HelmetAlceTask(HelmetTask):
         self._data()
         if self.measure.startswith("citation"):
             nli_path()
+            if self.dataset == "asqa":
+                sentences("Punkt is here. It splits.")  # unavailable now, not at the first score
+
+    def unscored_reason(self, prediction: str, sample: Sample) -> str | None:
+        """Why eval_alce leaves this sample out of the means (None: it is scored). Only ASQA's
+        citation scores skip: an output without a sentence of 5 characters or more."""
+        if not self.measure.startswith("citation") or self.dataset != "asqa":
+            return None
+        if claim_sentences(metrics.alce_clean(prediction), sample.metadata["question"], False):
+            return None
+        return "eval_alce.compute_autoais skips an output without a sentence of 5 characters or more"
 
     def dataset_hash(self) -> str:
         return self._data()[4]
@@ -155,12 +176,11 @@ class HelmetAlceTask(HelmetTask):
     def num_samples_available(self, length: int) -> int | None:
         return len(self._data()[0])
 
-    def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def _item(self, index: int, seed: int):
         items, prompt, draws, order, digest = self._data(seed)
         if not 0 <= index < len(order):
             raise UserError(f"{self.name} has {len(order)} items, index {index} asked: pass --samples {len(order)}")
         pos = order[index]
-        item = items[pos]
         demo_text = "\n\n\n".join(
             prompt["demo_prompt"].format(
                 **demo, instruction=prompt["instruction"], context=doc_context(prompt["doc_prompt"], demo["docs"])
@@ -168,6 +188,54 @@ class HelmetAlceTask(HelmetTask):
             for demo in draws[pos]
         )
         demo_text += "\n\n\n" if draws[pos] else ""
+        return items[pos], pos, prompt, demo_text, digest
+
+    def _references(self, item: dict) -> tuple[str, ...]:
+        if self.dataset == "asqa":
+            return tuple(a for p in item["qa_pairs"] for a in p["short_answers"])
+        return tuple(a for g in item["answers"] for a in g)
+
+    def _meta(self, item: dict, pos: int, docs: list) -> dict:
+        return {
+            "file_index": pos,
+            "question": item["question"],
+            "qa_pairs": item.get("qa_pairs"),
+            "answers": item.get("answers"),
+            "docs": [{"title": d.get("title", ""), "text": d.get("text", "")} for d in docs],
+        }
+
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+        """load_alce: the item's first k documents (alce_<dataset>_<k> of the length's config)."""
+        from tasks.helmet import reference, released
+
+        item, pos, prompt, demo_text, digest = self._item(index, seed)
+        docs = list(item["docs"])[: reference.run_for(self.name, length).k]
+        tail = "\n\n" + self.system
+
+        def render(context: str) -> str:
+            user = P.ALCE_USER.format(
+                demo_text=demo_text, instruction=prompt["instruction"], question=item["question"], context=context
+            )
+            return user + tail
+
+        context = doc_context(prompt["doc_prompt"], docs)
+        meta = {**self._meta(item, pos, docs), "docs_shown": len(docs)}
+        return released.build(
+            self,
+            length,
+            index,
+            seed,
+            tokenizer,
+            render=render,
+            context=context,
+            tail=tail,
+            refs=self._references(item),
+            digest=digest,
+            meta=meta,
+        )
+
+    def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+        item, pos, prompt, demo_text, digest = self._item(index, seed)
         docs = list(item["docs"])
 
         def render(k: int) -> str:
@@ -180,11 +248,7 @@ class HelmetAlceTask(HelmetTask):
             return user + "\n\n" + self.system
 
         k, text, num = fit_count(render, len(docs), length, self.max_new_tokens, tokenizer, self.name)
-        refs = (
-            tuple(a for p in item["qa_pairs"] for a in p["short_answers"])
-            if self.dataset == "asqa"
-            else tuple(a for g in item["answers"] for a in g)
-        )
+        refs = self._references(item)
         return Sample(
             task=self.name,
             version=self.version,
@@ -198,13 +262,9 @@ class HelmetAlceTask(HelmetTask):
             num_tokens=num,
             dataset_hash=digest,
             metadata={
+                **self._meta(item, pos, docs[:k]),
                 "docs_shown": k,
                 "docs_available": len(docs),
-                "file_index": pos,
-                "question": item["question"],
-                "qa_pairs": item.get("qa_pairs"),
-                "answers": item.get("answers"),
-                "docs": [{"title": d.get("title", ""), "text": d.get("text", "")} for d in docs[:k]],
                 "category": self.category,
             },
         )

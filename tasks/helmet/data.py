@@ -11,8 +11,9 @@ repository's prompts/ folder for ALCE:
     DIR/prompts/asqa_revised.json, qampari_revised.json      ALCE instruction, doc format and demos
     DIR/narrativeqa/{test,train}.jsonl, DIR/multi_lexsum/..  judged tasks (see tasks.helmet.judged)
 
-Of several test files of one dataset (k50, k105, ..., k1000 passages) the one with the most
-passages is used: the number shown is chosen per sample to fit the length (tasks.helmet.tasks).
+Under --protocol reference each length reads the file HELMET's config names for it (k50 at 8K ...
+k1000 at 128K: tasks.helmet.reference.RUNS); under exact-length the one with the most passages is
+used and the number shown is chosen per sample to fit the length (tasks.helmet.tasks).
 The hub holds HELMET's data as one 34 GB archive, so there is no per-task online route: without
 the folder a task is unavailable with one line naming the folder and the file it looks for.
 """

@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from harness.errors import TaskUnavailable, UserError
 from tasks.base import Sample
-from tasks.helmet import data, metrics
+from tasks.helmet import data, metrics, reference
 from tasks.helmet import judge_prompts as JP
 from tasks.helmet.judged import SUMM_JUDGE_TOKENS, HelmetContextTask, HelmetJudgedTask, _rows, summary_f1
 from tasks.helmet.tasks import SHOTS, hf_shuffle
@@ -89,12 +89,13 @@ class InfBenchTask(HelmetContextTask):
         items, digest = _items(self.kind_name, str(data.data_dir()))
         return items, None, digest
 
-    def check_available(self) -> None:
-        self._data()
-
-    def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
         items = self._data()[0]
         order = hf_shuffle(len(items), seed)
+        if self.protocol == "reference":
+            # load_infbench: filter_length(65536) ("a sanity step": every book passes), then shuffle(seed)
+            keep = [i for i, x in enumerate(items) if reference.llama2_length(x["context"]) >= 65536]
+            order = [keep[i] for i in hf_shuffle(len(keep), seed)]
         if not 0 <= index < len(order):
             raise UserError(f"{self.name} has {len(order)} items, index {index} asked: pass --samples {len(order)}")
         item = items[order[index]]
@@ -159,7 +160,7 @@ class HelmetInfBenchSum(InfBenchTask, HelmetJudgedTask):
 
     def check_available(self) -> None:
         self.judge()
-        self._data()
+        HelmetContextTask.check_available(self)
         self._keypoints()
 
     def _keypoints(self) -> dict[str, list[str]]:

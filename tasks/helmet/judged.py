@@ -31,12 +31,14 @@ from typing import ClassVar
 from harness import judge as J
 from harness.errors import TaskUnavailable, UserError
 from tasks.base import Sample
-from tasks.helmet import data
+from tasks.helmet import data, reference
 from tasks.helmet import judge_prompts as JP
 from tasks.helmet import prompts as P
 from tasks.helmet.tasks import SHOTS, HelmetTask, fit_count, hf_shuffle, question_seed
 from tasks.registry import register_task
 
+NARRATIVEQA_MIN_TOKENS = 131072  # load_narrativeqa: input_length > 131072 (Llama-2 tokens, BOS counted)
+MULTI_LEXSUM_MIN_TOKENS = 65536  # load_multi_lexsum: filter_length(test_data, 65536) keeps >=
 LONGQA_JUDGE_TOKENS = 2048  # OpenAIModel's default generation_max_length (eval_gpt4_longqa.py)
 SUMM_JUDGE_TOKENS = 4096  # eval_gpt4_summ.py: generation_max_length=4096
 
@@ -112,6 +114,8 @@ class HelmetContextTask(HelmetTask):
 
     def check_available(self) -> None:
         self._data()
+        if self.protocol == "reference":  # the unit of HELMET's document budgets
+            reference.llama2_tokenizer()
 
     def _data(self):
         raise NotImplementedError
@@ -122,7 +126,36 @@ class HelmetContextTask(HelmetTask):
     def num_samples_available(self, length: int) -> int | None:
         return len(self._data()[0])
 
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+        # LongQA / Summ build the same item under both protocols; _build picks the rule
+        return self.exact_sample(length, index, seed, tokenizer)
+
     def _build(self, length, index, seed, tokenizer, context, user, refs, meta) -> Sample:
+        if self.protocol == "reference":
+            return self._build_reference(length, index, seed, tokenizer, context, user, refs, meta)
+        return self._build_exact(length, index, seed, tokenizer, context, user, refs, meta)
+
+    def _build_reference(self, length, index, seed, tokenizer, context, user, refs, meta) -> Sample:
+        """data.truncate_llama2 to the config's Llama-2 budget, then model_utils.tokenize's cut."""
+        from tasks.helmet import released
+
+        tail = self.joiner + self.system
+        budget = reference.run_for(self.name, length).k
+        return released.build(
+            self,
+            length,
+            index,
+            seed,
+            tokenizer,
+            render=lambda c: user(c) + tail,
+            context=reference.truncate_llama2(context, budget),
+            tail=tail,
+            refs=refs,
+            digest=self.dataset_hash(),
+            meta=meta,
+        )
+
+    def _build_exact(self, length, index, seed, tokenizer, context, user, refs, meta) -> Sample:
         # the Rust tokenizer's offsets (transformers' fast tokenizers and harness generate's light one)
         enc = tokenizer.backend_tokenizer.encode(context, add_special_tokens=False)
         offsets, n = enc.offsets, len(enc.ids)
@@ -170,7 +203,7 @@ class HelmetJudgedTask(HelmetContextTask):
 
     def check_available(self) -> None:
         self.judge()
-        self._data()
+        HelmetContextTask.check_available(self)
 
 
 def summary_f1(task: HelmetJudgedTask, text: str, kps: list[str], expert: str, prompts: tuple, what: str) -> float:
@@ -214,12 +247,26 @@ class HelmetNarrativeQA(HelmetJudgedTask):
     def _data(self):
         return _narrativeqa(str(data.data_dir()))
 
-    def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
-        test, train, _ = self._data()
+    def _pick(self, index: int, seed: int) -> dict:
+        test = self._data()[0]
         order = hf_shuffle(len(test), seed)
+        if self.protocol == "reference":
+            # load_narrativeqa: shuffle(seed), then keep documents of more than 131,072 Llama-2
+            # tokens; walked lazily (the index-th kept one), each document counted once
+            kept = (i for i in order if reference.llama2_length(_text(test[i]["document"])) > NARRATIVEQA_MIN_TOKENS)
+            pos = next((i for n, i in enumerate(kept) if n == index), None)
+            if pos is None:
+                raise UserError(
+                    f"{self.name}: fewer than {index + 1} documents over {NARRATIVEQA_MIN_TOKENS} Llama-2 tokens"
+                )
+            return test[pos]
         if not 0 <= index < len(order):
             raise UserError(f"{self.name} has {len(order)} items, index {index} asked: pass --samples {len(order)}")
-        item = test[order[index]]
+        return test[order[index]]
+
+    def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+        train = self._data()[1]
+        item = self._pick(index, seed)
         question = _text(item["question"])
         answers = [_text(a) for a in item["answers"]]
         picks = [train[i] for i in hf_shuffle(len(train), question_seed(question))[:SHOTS]]
@@ -268,12 +315,25 @@ class HelmetMultiLexSum(HelmetJudgedTask):
     def _data(self):
         return _multi_lexsum(str(data.data_dir()))
 
-    def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
-        val, train, _ = self._data()
-        order = hf_shuffle(len(val), seed)
+    def _pick(self, index: int, seed: int) -> dict:
+        val = self._data()[0]
+        keep = list(range(len(val)))
+        if self.protocol == "reference":
+            # load_multi_lexsum: documents of at least 65,536 Llama-2 tokens; shuffled (seed) only
+            # when more than max_test_samples remain, else in file order
+            keep = [
+                i for i in keep if reference.llama2_length("\n\n".join(val[i]["sources"])) >= MULTI_LEXSUM_MIN_TOKENS
+            ]
+            order = [keep[i] for i in hf_shuffle(len(keep), seed)] if len(keep) > reference.SAMPLES else keep
+        else:
+            order = hf_shuffle(len(val), seed)
         if not 0 <= index < len(order):
             raise UserError(f"{self.name} has {len(order)} items, index {index} asked: pass --samples {len(order)}")
-        item = val[order[index]]
+        return val[order[index]]
+
+    def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+        train = self._data()[1]
+        item = self._pick(index, seed)
         picks = [train[i] for i in hf_shuffle(len(train), question_seed(item["id"]))[:SHOTS]]
         demo = (
             "Example summaries:\n\n"

@@ -54,3 +54,15 @@ MULTI_LEXSUM_USER = (
 )
 MULTI_LEXSUM_SYSTEM = "Summary:"
 TRUNCATION_POSTFIX = " ... [the rest of the text is omitted]"  # data.truncate_llama2
+
+# data.load_ruler's user templates (from RULER's constants.py): niah_mv / niah_mq, the other niah tasks
+RULER_NIAH_MULTI_USER = (
+    "Some special magic {type_needle_v} are hidden within the following text. Make sure to memorize it. I will "
+    "quiz you about the {type_needle_v} afterwards.\n{context}\nWhat are all the special magic {type_needle_v} "
+    "for {query} mentioned in the provided text?"
+)
+RULER_NIAH_USER = (
+    "A special magic {type_needle_v} is hidden within the following text. Make sure to memorize it. I will quiz "
+    "you about the {type_needle_v} afterwards.\n{context}\nWhat is the special magic {type_needle_v} for {query} "
+    "mentioned in the provided text?"
+)

@@ -1,6 +1,11 @@
-"""HELMET's categories that need no judge, at lengths controlled in the evaluated model's tokens.
+"""HELMET's categories that need no judge.
 
-    harness eval --suite helmet --lengths 8k-64k --helmet-data DIR ...
+    harness eval --suite helmet --helmet-data DIR ...                             (HELMET's own inputs)
+    harness eval --suite helmet --protocol exact-length --lengths 4k-64k --helmet-data DIR ...
+
+Two protocols (tasks.helmet.reference): "reference", the default, shows the model HELMET's released
+per-length files at HELMET's lengths 8K-128K (tasks.helmet.released builds those samples); the
+"exact-length" protocol, described below, fills any length in the evaluated model's tokens.
 
 Reference: princeton-nlp/HELMET at 4526dfb (data.py, utils.py, eval_alce.py, configs/*_short.yaml).
 HELMET fixes each length by a count (passages, pairs, demos) that fits in Llama-2 tokens and cuts
@@ -46,9 +51,10 @@ from typing import ClassVar
 import numpy as np
 
 from harness.errors import TaskUnavailable, UserError
-from tasks.base import Sample, Task
-from tasks.helmet import data, metrics
+from tasks.base import Sample
+from tasks.helmet import data, metrics, reference
 from tasks.helmet import prompts as P
+from tasks.helmet.reference import ReferenceProtocol
 from tasks.icl.tasks import largest_fitting
 from tasks.registry import register_task
 from tasks.ruler.niah import NIAH_TASKS, NiahTask
@@ -102,11 +108,10 @@ def fit_count(render, n_max: int, length: int, max_new_tokens: int, tokenizer, w
     return k, counted[k][1], counted[k][0]
 
 
-class HelmetTask(Task):
+class HelmetTask(ReferenceProtocol):
     family: ClassVar[str] = "helmet"
     version: ClassVar[str] = "1"
     kind = "generate"
-    category: ClassVar[str] = ""
     system: ClassVar[str] = ""  # HELMET's system template: prepended to the output before scoring
 
     def _output(self, prediction: str, sample: Sample) -> str:
@@ -129,8 +134,16 @@ class HelmetJsonKV(HelmetTask):
     system = P.JSON_KV_SYSTEM
     DEPTHS: ClassVar[list[float]] = [i / 5 for i in range(6)]  # "dep6"
 
+    def check_available(self) -> None:
+        if self.protocol == "reference":
+            data.find("json_kv/test_k*_dep6.jsonl", "recall (JSON KV)")
+
     def dataset_hash(self) -> str:
-        return "synthetic:uuid4"
+        return (
+            "synthetic:uuid4"
+            if self.protocol != "reference"
+            else data.find("json_kv/test_k*_dep6.jsonl", "JSON KV").name
+        )
 
     @staticmethod
     def render(pairs: list[tuple[str, str]], demos: list[tuple[str, str]], key: str) -> str:
@@ -142,7 +155,12 @@ class HelmetJsonKV(HelmetTask):
         demo_text += "\n\n" if demos else ""
         return P.JSON_KV_USER.format(context="JSON data:\n" + records, demos=demo_text, question=f'"{key}"')
 
-    def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+        from tasks.helmet import released
+
+        return released.json_kv_sample(self, length, index, seed, tokenizer)
+
+    def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
         rng = random.Random(f"{self.name}|{self.version}|{length}|{index}|{seed}")
         depth = self.DEPTHS[index % len(self.DEPTHS)]
         n_max = max(8, length // 8)  # a UUID pair costs well over 8 tokens in any tokenizer
@@ -186,19 +204,33 @@ class HelmetJsonKV(HelmetTask):
         )
 
 
-class HelmetRulerTask(NiahTask):
-    """HELMET's RULER subset: our RULER haystack and needles, HELMET's prompt and budget."""
+class HelmetRulerTask(ReferenceProtocol, NiahTask):
+    """HELMET's RULER subset: HELMET's released files (reference), or our RULER haystack and
+    needles with HELMET's prompt and budget (exact-length)."""
 
     family: ClassVar[str] = "helmet"
     metric = "ruler_recall"
+    category = "Recall"
     ruler_task: ClassVar[str]
+
+    def check_available(self) -> None:
+        if self.protocol == "reference":  # HELMET's files: ruler/<task>/validation_<L>.jsonl
+            folder = reference.run_for(self.name, reference.LENGTHS[0]).test.rsplit("/", 1)[0]
+            data.find(f"{folder}/validation_*.jsonl", f"recall ({self.name})")
+        else:
+            NiahTask.check_available(self)
+
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+        from tasks.helmet import released
+
+        return released.ruler_sample(self, length, index, seed, tokenizer)
 
     def plan(self, length, parts, counter, index):
         base = super().plan(length, parts, counter, index)
         return _NewlinePrefix(base)
 
-    def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
-        s = super().sample(length, index, seed, tokenizer)
+    def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+        s = NiahTask.sample(self, length, index, seed, tokenizer)
         meta = {**s.metadata, "system": s.answer_prefix.lstrip("\n"), "category": "Recall"}
         return Sample(**{**s.to_dict(), "references": s.references, "metadata": meta})
 
@@ -280,8 +312,9 @@ POPQA_THRESHOLD = 3.0  # configs: kilt_popqa_3 (log10 popularity < 3)
 
 
 @lru_cache(maxsize=16)
-def _rag_data(dataset: str, folder: str | None, seed: int):
-    test_glob, demo_glob = RAG_FILES[dataset]
+def _rag_data(dataset: str, folder: str | None, seed: int, test_glob: str = "", demo_glob: str = ""):
+    """(test, demos, key, order, digest) of one test / demo file (globs: the largest k matching)."""
+    test_glob, demo_glob = test_glob or RAG_FILES[dataset][0], demo_glob or RAG_FILES[dataset][1]
     test_path = data.find(test_glob, f"RAG {dataset}")
     demo_path = data.find(demo_glob, f"RAG {dataset} demos")
     need = ("question", "answers", "ctxs")
@@ -343,7 +376,12 @@ class HelmetRAGTask(HelmetTask):
         ]
         return "\n\n".join(blocks) + "\n\n"
 
-    def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+        from tasks.helmet import released
+
+        return released.rag_sample(self, length, index, seed, tokenizer)
+
+    def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
         test, demos, key, order, digest = self._data(seed)
         if not 0 <= index < len(order):
             raise UserError(f"{self.name} has {len(order)} items, index {index} asked: pass --samples {len(order)}")
@@ -401,10 +439,10 @@ RAG_TASKS = [_rag(d) for d in ("nq", "triviaqa", "hotpotqa", "popqa")]
 # Re-ranking
 
 
-@lru_cache(maxsize=4)
-def _rerank_data(folder: str | None, seed: int):
-    test_path = data.find("msmarco/test_reranking_data_k*_dep*.jsonl", "re-ranking (MS MARCO)")
-    demo_path = data.find("msmarco/test_reranking_data_k10_dep*.jsonl", "re-ranking demos")
+@lru_cache(maxsize=8)
+def _rerank_data(folder: str | None, seed: int, test_glob: str = "", demo_glob: str = ""):
+    test_path = data.find(test_glob or "msmarco/test_reranking_data_k*_dep*.jsonl", "re-ranking (MS MARCO)")
+    demo_path = data.find(demo_glob or "msmarco/test_reranking_data_k10_dep*.jsonl", "re-ranking demos")
     test, h1 = data.read_records(test_path, ("qid", "query", "ctxs"))
     demos, h2 = data.read_records(demo_path, ("qid", "query", "ctxs"))
     for r in test + demos:
@@ -421,6 +459,31 @@ def _rerank_data(folder: str | None, seed: int):
 def _picked(test, seed: int) -> frozenset:
     distinct = sorted({r["qid"] for r in test})
     return frozenset(random.Random(seed).sample(distinct, min(HELMET_TEST_SAMPLES, len(distinct))))
+
+
+def rerank_demo_text(item: dict, demos, demo_filtered: bool, picked, template: str) -> str:
+    """load_msmarco_rerank's 2 demos: the pool without the test qids (or the item's own), shuffled
+    by the qid's sha256, first rows of distinct qids; passages then the label-sorted ranking."""
+    pool = (
+        [d for d in demos if d["qid"] not in picked] if demo_filtered else [d for d in demos if d["qid"] != item["qid"]]
+    )
+    chosen, seen = [], set()
+    for i in hf_shuffle(len(pool), abs(question_seed(item["qid"]))):
+        if pool[i]["qid"] in seen:
+            continue
+        seen.add(pool[i]["qid"])
+        chosen.append(pool[i])
+        if len(chosen) == SHOTS:
+            break
+    demo_text = ""
+    for d in chosen:
+        ranking = " > ".join(x["id"] for x in sorted(d["ctxs"], key=lambda x: x["label"], reverse=True))
+        demo_text += (
+            "\n\n".join(template.format(**c) for c in d["ctxs"])
+            + f"\n\nQuery: {d['query']}\nRanking: {ranking}"
+            + "\n\n"
+        )
+    return demo_text
 
 
 @register_task
@@ -445,33 +508,18 @@ class HelmetMsMarco(HelmetTask):
     def num_samples_available(self, length: int) -> int | None:
         return len(self._data()[0])
 
-    def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+        from tasks.helmet import released
+
+        return released.rerank_sample(self, length, index, seed, tokenizer)
+
+    def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
         test, demos, order, demo_filtered, picked, digest = self._data(seed)
         if not 0 <= index < len(order):
             raise UserError(f"{self.name} has {len(order)} items, index {index} asked: pass --samples {len(order)}")
         item = test[order[index]]
         template = P.RERANK_PASSAGE_TITLE if "title" in item["ctxs"][0] else P.RERANK_PASSAGE
-        pool = (
-            [d for d in demos if d["qid"] not in picked]
-            if demo_filtered
-            else [d for d in demos if d["qid"] != item["qid"]]
-        )
-        chosen, seen = [], set()
-        for i in hf_shuffle(len(pool), abs(question_seed(item["qid"]))):
-            if pool[i]["qid"] in seen:
-                continue
-            seen.add(pool[i]["qid"])
-            chosen.append(pool[i])
-            if len(chosen) == SHOTS:
-                break
-        demo_text = ""
-        for d in chosen:
-            ranking = " > ".join(x["id"] for x in sorted(d["ctxs"], key=lambda x: x["label"], reverse=True))
-            demo_text += (
-                "\n\n".join(template.format(**c) for c in d["ctxs"])
-                + f"\n\nQuery: {d['query']}\nRanking: {ranking}"
-                + "\n\n"
-            )
+        demo_text = rerank_demo_text(item, demos, demo_filtered, picked, template)
         ctxs = list(item["ctxs"])
 
         def prompt(k: int) -> str:

@@ -3,18 +3,21 @@
 Task names are the reference's dataset names (trec, 2wikimqa, repobench-p, ...); LongBench-E
 variants are `<name>_e` and its eval.py buckets `<name>_e_0_4k`, `<name>_e_4_8k`, `<name>_e_8k_plus`.
 
-Length convention (LongBench samples are not length-controlled, Task.length_controlled = False):
-the `length` L the evaluation loop passes to `sample()` is the whole budget of a sample, as
-everywhere in this project (prompt tokens, BOS included, plus tokens to generate), counted with the
-model's tokenizer. The prompt is then middle-truncated to L - max_new_tokens tokens, which is
-LongBench/pred.py's max_length when L is the model's context (the default the loop should pass;
-`--max-length` overrides it). One L serves all 21 tasks, so their results share a length and
-categories average across tasks. `L <= 0` means no truncation. `Sample.length` records L and
-`metadata["truncation"]` records {rule, max_length (the prompt budget), original_tokens,
-truncated}. Sample `index` is record `index` of the dataset file, so `num_samples_available()` is
-the dataset size.
+Two input protocols (tasks.longbench.protocol says why each rule is what it is):
+- "reference" (default): the record length L is pred.py's prompt budget, 1000 * (context // 1024)
+  - 500 (3500 on a 4K model; `--max-length` sets it directly), the same for all 21 tasks; the prompt
+  alone is cut to L with pred.py's middle rule, nothing more; under --chat six tasks stay unwrapped.
+- "exact-length": L is the whole budget (prompt + max_new_tokens; the model's context or
+  `--max-length`), the prompt is cut to L - max_new_tokens and trimmed until it re-encodes within
+  it; --chat wraps every task.
+Either way one L serves all tasks, so their results share a length and categories average across
+tasks; `L <= 0` means no truncation. `metadata["truncation"]` records {rule, max_length (the prompt
+budget), original_tokens, truncated}, `metadata["protocol"]` the protocol. Sample `index` is record
+`index` of the dataset file, so `num_samples_available()` is the dataset size.
 
-No chat template is applied (base models; pred.py also uses none on the few-shot and code tasks).
+Headline (the README's leaderboard): per language, the mean of its category means. The README's
+Chinese table holds the two code tasks too (its Code Completion column equals the English one, and
+its Avg only comes out with it), so both groups have six categories.
 Scoring follows LongBench/eval.py: first-line cut for trec/triviaqa/samsum/lsht, max over answers.
 """
 
@@ -36,9 +39,11 @@ from tasks.longbench.prompts import (
     E_BUCKET_SUFFIX,
     E_BUCKETS,
     E_DATASETS,
+    NO_CHAT_TEMPLATE,
 )
+from tasks.longbench.protocol import PROTOCOLS, REFERENCE, check_budget, reference_budget
 from tasks.longbench.truncation import default_max_length, middle_truncate
-from tasks.registry import register_suite, register_task
+from tasks.registry import Headline, register_suite, register_task
 from tasks.tokenization import count_tokens
 
 _CATEGORY_OF = {d: cat for cat, ds in CATEGORIES.items() for d in ds}
@@ -47,8 +52,10 @@ _CATEGORY_OF = {d: cat for cat, ds in CATEGORIES.items() for d in ds}
 class LongBenchTask(Task):
     family: ClassVar[str] = "longbench"
     kind = "generate"
-    version: ClassVar[str] = "1"
+    # 2: the reference protocol (pred.py's budget and cut) and metadata["protocol"]
+    version: ClassVar[str] = "2"
     length_controlled: ClassVar[bool] = False
+    protocols: ClassVar[tuple[str, ...]] = PROTOCOLS
     dataset: ClassVar[str]  # LongBench dataset (prompt, metric, max new tokens)
     data_name: ClassVar[str]  # file / hub config holding the records: "trec" or "trec_e"
     bucket: ClassVar[str | None] = None  # LongBench-E length bucket, e.g. "0-4k"
@@ -70,8 +77,29 @@ class LongBenchTask(Task):
         return len(self.records())
 
     def default_max_length(self, model_context: int) -> int:
-        """pred.py's prompt budget for a model context (what sample(model_context, ...) truncates to)."""
+        """The prompt budget for a model context under the protocol in force."""
+        if self.protocol == REFERENCE:
+            return reference_budget(model_context)
         return default_max_length(model_context, self.max_new_tokens)
+
+    def task_lengths(self, requested: list[int] | None, context: int, max_length: int | None) -> list[int]:
+        """reference: [pred.py's prompt budget] (--max-length is that budget); exact-length: the
+        whole budget, as the base class (--max-length, else the context)."""
+        if self.protocol != REFERENCE:
+            return super().task_lengths(requested, context, max_length)
+        if max_length is not None:
+            return [check_budget(max_length, context, self.name, self.max_new_tokens)]
+        return [reference_budget(context)]
+
+    def uses_chat_template(self) -> bool:
+        """pred.py's policy under the reference protocol; exact-length wraps every task under --chat."""
+        return self.protocol != REFERENCE or self.dataset not in NO_CHAT_TEMPLATE
+
+    def prompt_budget(self, length: int) -> int:
+        """The tokens the prompt is cut to at record length `length` (<= 0: not cut)."""
+        if length <= 0:
+            return 0
+        return length if self.protocol == REFERENCE else length - self.max_new_tokens
 
     def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
         recs = self.records()
@@ -81,7 +109,25 @@ class LongBenchTask(Task):
             )
         rec = recs[index]
         prompt = DATASET2PROMPT[self.dataset].format(**rec)
-        prompt, trunc = middle_truncate(prompt, tokenizer, length - self.max_new_tokens if length > 0 else 0)
+        reference = self.protocol == REFERENCE
+        prompt, trunc = middle_truncate(prompt, tokenizer, self.prompt_budget(length), refit=not reference)
+        meta = {
+            "category": CATEGORY_DISPLAY.get(_CATEGORY_OF[self.dataset], _CATEGORY_OF[self.dataset]),
+            "all_classes": rec.get("all_classes"),
+            "_id": rec.get("_id"),
+            "longbench_length": rec.get("length"),
+            "language": rec.get("language"),
+            "bucket": self.bucket,
+            "truncation": trunc,
+            "chat_template": False,
+            "protocol": self.protocol,
+        }
+        if reference and self.dataset == "samsum":
+            # pred.py's samsum generation: eos_token_id=[EOS, the id of "\n"] and min_length one past
+            # the prompt, i.e. it stops at a newline token and neither EOS nor that newline may be
+            # the first token. Runners that read these keys do the same (see docs/longbench-parity.md).
+            meta["stop_tokens"] = ["\n"]
+            meta["min_new_tokens"] = 1
         return Sample(
             task=self.name,
             version=self.version,
@@ -94,16 +140,7 @@ class LongBenchTask(Task):
             max_new_tokens=self.max_new_tokens,
             num_tokens=count_tokens(tokenizer, prompt),
             dataset_hash=self.dataset_hash(),
-            metadata={
-                "category": CATEGORY_DISPLAY.get(_CATEGORY_OF[self.dataset], _CATEGORY_OF[self.dataset]),
-                "all_classes": rec.get("all_classes"),
-                "_id": rec.get("_id"),
-                "longbench_length": rec.get("length"),
-                "language": rec.get("language"),
-                "bucket": self.bucket,
-                "truncation": trunc,
-                "chat_template": False,
-            },
+            metadata=meta,
         )
 
     def score(self, prediction: str, sample: Sample) -> float:
@@ -164,14 +201,45 @@ SUITE_CATEGORIES: dict[str, dict[str, list[str]]] = {
 for _b, _suffix in E_BUCKET_SUFFIX.items():
     SUITE_CATEGORIES[f"longbench-e-{_suffix.replace('_', '-')}"] = _categories(f"_e_{_suffix}", E_DATASETS)
 
+# The README leaderboard's column names for our categories, in its column order.
+README_CATEGORY = {
+    "Single-Doc QA": "Single-Doc QA",
+    "Multi-Doc QA": "Multi-Doc QA",
+    "Summarization": "Summarization",
+    "Few-shot Learning": "Few-shot Learning",
+    "Code": "Code Completion",
+    "Synthetic": "Synthetic Tasks",
+}
+CODE = set(CATEGORIES["Code"])
+
+
+def _language_group(chinese: bool) -> dict[str, list[str]]:
+    """One README table: its language's tasks per category, the code tasks in both tables."""
+    out = {}
+    for cat, label in README_CATEGORY.items():
+        names = [d for d in CATEGORIES[cat] if d in CODE or (d in CHINESE) == chinese]
+        if names:
+            out[label] = names
+    return out
+
+
+HEADLINE_GROUPS = {"English": _language_group(False), "Chinese": _language_group(True)}
+HEADLINE_LABEL = "per language, the mean of its 6 category means (the README leaderboard's Avg)"
+
 register_suite(
     "longbench",
     list(DATASETS),
     "LongBench v1: all 21 tasks, six categories (set HARNESS_LONGBENCH offline)",
     label="LongBench",
     order=2,
+    headline=Headline(HEADLINE_LABEL, HEADLINE_GROUPS),
 )
-register_suite("longbench-en", ENGLISH, "LongBench v1, English and code tasks only (16)")
+register_suite(
+    "longbench-en",
+    ENGLISH,
+    "LongBench v1, English and code tasks only (16)",
+    headline=Headline(HEADLINE_LABEL, {"English": HEADLINE_GROUPS["English"]}),
+)
 register_suite("longbench-icl", list(ICL), "LongBench few-shot (ICL) tasks: trec, triviaqa, samsum, lsht")
 register_suite("longbench-e", E_TASKS["all"], "LongBench-E: 13 tasks with a uniform length distribution")
 for _b, _suffix in E_BUCKET_SUFFIX.items():

@@ -15,12 +15,15 @@ from tasks.tokenization import count_tokens
 
 
 def default_max_length(model_context: int, max_new_tokens: int) -> int:
-    """pred.py's budget for a model: its context minus the task's max new tokens."""
+    """The exact-length protocol's prompt budget: the context minus the task's max new tokens (the
+    reference protocol's, pred.py's model2maxlen, is tasks.longbench.protocol.reference_budget)."""
     return model_context - max_new_tokens
 
 
-def middle_truncate(prompt: str, tokenizer, max_length: int) -> tuple[str, dict[str, Any]]:
-    """(prompt kept, record of what was done). max_length <= 0 means no truncation."""
+def middle_truncate(prompt: str, tokenizer, max_length: int, refit: bool = True) -> tuple[str, dict[str, Any]]:
+    """(prompt kept, record of what was done). max_length <= 0 means no truncation. `refit` False
+    (the reference protocol) keeps pred.py's cut as it is, a seam merge or two over the budget
+    included: that budget leaves a margin below the context, and the loop checks the fit."""
     ids = tokenizer(prompt, add_special_tokens=True)["input_ids"]
     info: dict[str, Any] = {"rule": "middle", "max_length": max_length, "original_tokens": len(ids), "truncated": False}
     if max_length <= 0 or len(ids) <= max_length:
@@ -30,6 +33,9 @@ def middle_truncate(prompt: str, tokenizer, max_length: int) -> tuple[str, dict[
     kept = tokenizer.decode(ids[:left], skip_special_tokens=True) + tokenizer.decode(
         ids[-right:], skip_special_tokens=True
     )
+    info["truncated"] = True
+    if not refit:
+        return kept, info
     # Re-encoding the joined halves can merge differently at the seam (or re-add BOS) and come out
     # a few tokens over; pred.py would then run past the model's context. Trim the halves until it
     # fits; `refit_tokens` records how far we went beyond pred.py's cut (0 almost always).
@@ -40,6 +46,5 @@ def middle_truncate(prompt: str, tokenizer, max_length: int) -> tuple[str, dict[
         kept = tokenizer.decode(ids[:left], skip_special_tokens=True) + (
             tokenizer.decode(ids[-right:], skip_special_tokens=True) if right else ""
         )
-    info["truncated"] = True
     info["refit_tokens"] = 2 * half - left - right
     return kept, info

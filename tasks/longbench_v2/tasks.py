@@ -9,13 +9,21 @@ come out exactly: the suite's categories Overall, Easy, Hard, Short, Medium, Lon
 of their cells (the suite is "weighting": "samples"), i.e. the accuracy over their questions, as
 result.py computes it. Sample `index` is the index-th item of the cell in data.json order.
 
-Length: as for LongBench v1, the length L is the whole budget of a sample; the prompt is cut to
-L - max_new_tokens tokens with pred.py's middle truncation (tasks.longbench_v2.truncation), L being
-the model's context unless --max-length says otherwise (pred.py's max_len comes from its
-config/model2maxlen.json: 120000 for the 128K models it lists, i.e. --max-length 120128 without
-a chat template). With --chat the template's tokens are taken from the budget too (pred.py sends
-the cut prompt as the user turn of the server's chat template). metadata["truncation"] records
-{rule, max_length (the prompt cap), original_tokens, truncated}.
+Length: the length L is the whole budget of a sample (prompt + max_new_tokens), the model's context
+unless --max-length says otherwise; with --chat the template's tokens are taken from it first (the
+loop fits the sample to L minus them: pred.py sends the cut prompt as the user turn of the server's
+chat template). Two protocols:
+- "reference" (default): the prompt is cut with pred.py's middle truncation
+  (tasks.longbench_v2.truncation) to min(120000, L - max_new_tokens [- template]): 120000 is
+  config/model2maxlen.json's max_len for every open model it lists, counted with the model's own
+  tokenizer, BOS included. pred.py has no rule for a model whose context is shorter: it would send
+  the 120000-token prompt, the server would refuse it five times, query_llm would return '' and
+  the item would be left out of the results file, so result.py's scores cover only the items that
+  fit. Here the cap comes down to what the context allows instead, and every item is scored.
+- "exact-length": the prompt is cut to L - max_new_tokens [- template], no 120000 cap.
+Under --chat both wrap every prompt (pred.py always uses the chat route). metadata["truncation"]
+records {rule, max_length (the prompt cap), original_tokens, truncated}, metadata["protocol"] the
+protocol.
 
 The chain of thought is pred.py's two steps: the model writes up to 1024 tokens after
 0shot_cot.txt, then answers 0shot_cot_ans.txt, which holds the question, the choices and that
@@ -47,7 +55,11 @@ from tasks.longbench_v2.prompts import (
     fill,
 )
 from tasks.longbench_v2.truncation import middle_truncate
-from tasks.registry import register_suite, register_task
+
+PROTOCOLS = ("reference", "exact-length")
+# pred.py: maxlen_map[model], config/model2maxlen.json (every open model it lists: 120000)
+REFERENCE_CAP = 120000
+from tasks.registry import Headline, register_suite, register_task
 from tasks.tokenization import count_tokens
 
 VARIANTS = {"": "LongBench v2", "cot": "LongBench v2 CoT", "nocontext": "LongBench v2 no context"}
@@ -55,8 +67,11 @@ VARIANTS = {"": "LongBench v2", "cot": "LongBench v2 CoT", "nocontext": "LongBen
 
 class LongBenchV2Task(Task):
     kind = "generate"
-    version: ClassVar[str] = "1"
+    # 2: the reference protocol's 120000-token cap and metadata["protocol"]
+    version: ClassVar[str] = "2"
     metric = "longbench_v2_choice"
+    chance = 25.0  # four choices
+    protocols: ClassVar[tuple[str, ...]] = PROTOCOLS
     length_controlled: ClassVar[bool] = False
     fit_chat_template: ClassVar[bool] = True
     variant: ClassVar[str]
@@ -90,6 +105,7 @@ class LongBenchV2Task(Task):
             "sub_domain": item["sub_domain"],
             "difficulty": item["difficulty"],
             "length_class": item["length"],
+            "protocol": self.protocol,
         }
         if self.variant == "nocontext":
             prompt = fill(TEMPLATE_NO_CONTEXT, item)
@@ -102,7 +118,9 @@ class LongBenchV2Task(Task):
                 )
             prompt = fill(template, item, item["context"])
             if length > 0:
-                prompt, meta["truncation"] = middle_truncate(prompt, tokenizer, cap)
+                # under reference: pred.py's cap, never more than the context allows (`cap`)
+                cut = min(REFERENCE_CAP, cap) if self.protocol == "reference" else cap
+                prompt, meta["truncation"] = middle_truncate(prompt, tokenizer, cut, limit=cap)
             if self.variant == "cot":  # the answer step, its $COT$ filled by follow_up
                 meta["answer_prompt"] = fill(TEMPLATE_COT_ANSWER, item)
         return Sample(
@@ -119,6 +137,10 @@ class LongBenchV2Task(Task):
             dataset_hash=self.dataset_hash(),
             metadata=meta,
         )
+
+    def uses_chat_template(self) -> bool:
+        """pred.py always sends the prompt as a chat turn (messages=[{"role": "user", ...}])."""
+        return True
 
     def follow_up(self, sample: Sample, first: str) -> Sample | None:
         """The CoT variant's answer step: 0shot_cot_ans.txt with the reasoning (stripped) in it."""
@@ -175,4 +197,10 @@ for _variant, _label in VARIANTS.items():
         f"{_label}: 503 multiple-choice questions, Overall/Easy/Hard/Short/Medium/Long "
         f"(--longbench-v2-data DIR offline)",
         label=_label,
+        # result.py's six columns, each its own number: the accuracy over its questions
+        headline=Headline(
+            "result.py's Overall/Easy/Hard/Short/Medium/Long: accuracy over each group's questions",
+            {cat: {cat: names} for cat, names in SUITE_CATEGORIES[suite_name(_variant)].items()},
+            weighting="samples",
+        ),
     )

@@ -6,8 +6,10 @@ halves: exactly max_len tokens, unlike v1's int(max_len/2) twice) and decodes th
 skip_special_tokens. The instruction at the start and the question and choices at the end survive.
 
 Re-encoding the decoded text can merge differently at the seam and come out a token or two over
-max_len, which would run past the model's context; then the halves are trimmed until it fits, and
-`refit_tokens` records how many tokens beyond pred.py's cut were dropped (0 almost always).
+max_len. When max_len is what the model's context allows, that would run past the context; then the
+halves are trimmed until it fits, and `refit_tokens` records how many tokens beyond pred.py's cut
+were dropped (0 almost always). When max_len is pred.py's own cap (120,000) below what the context
+allows (`limit`), pred.py's text is kept as it is, as pred.py sends it.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from typing import Any
 from tasks.tokenization import count_tokens
 
 
-def middle_truncate(prompt: str, tokenizer, max_len: int) -> tuple[str, dict[str, Any]]:
-    """(prompt kept, record of what was done)."""
+def middle_truncate(prompt: str, tokenizer, max_len: int, limit: int | None = None) -> tuple[str, dict[str, Any]]:
+    """(prompt kept, record of what was done). The cut keeps max_len tokens; the kept text is then
+    trimmed only while it re-encodes over `limit` (default max_len): the most the context allows."""
+    limit = max_len if limit is None else limit
     ids = tokenizer(prompt, add_special_tokens=True)["input_ids"]
     info: dict[str, Any] = {"rule": "middle", "max_length": max_len, "original_tokens": len(ids), "truncated": False}
     if len(ids) <= max_len:
@@ -29,8 +33,8 @@ def middle_truncate(prompt: str, tokenizer, max_len: int) -> tuple[str, dict[str
         return tokenizer.decode(ids[:left] + (ids[-right:] if right else []), skip_special_tokens=True)
 
     kept = cut(left, right)
-    while (n := count_tokens(tokenizer, kept)) > max_len and left + right > 0:
-        excess = n - max_len
+    while (n := count_tokens(tokenizer, kept)) > limit and left + right > 0:
+        excess = n - limit
         take_left = min(left, (excess + 1) // 2)
         left, right = left - take_left, max(0, right - max(1, excess - take_left))
         kept = cut(left, right)

@@ -1,7 +1,8 @@
 """NoLiMa (Modarressi et al., ICML 2025; adobe-research/NoLiMa at 7532e4e): needles that share
 almost no words with their question, in shuffled public-domain books.
 
-    harness eval --suite nolima --lengths 512,1k,2k,4k,8k,16k,32k --nolima-data DIR ...
+    harness eval --suite nolima --chat --nolima-data DIR ...                 # the reference's grid
+    harness eval --suite nolima --protocol exact-length --lengths 1k-32k ... # this harness's rule
 
 Tasks: `nolima` (every question type but "direct": the reference's gather_results.ipynb leaves
 the direct questions out of its scores) and `nolima_direct` (the direct questions, which repeat
@@ -10,22 +11,26 @@ the needle's words: the literal-match control).
 What carries over from the reference (evaluation/run_tests.py, async_evaluate.py,
 data/book_haystack.py):
   - tests: each needle-set entry x question type x test, arguments filled as run_tests.py does;
-  - per test and haystack book the seed is base seed (--seed, 42) + int(id[:4]) + book number,
-    and {CHAR} is replaced by np.random.choice(character_set) drawn once per depth in order;
+  - per test and haystack book the seed is base seed (--seed, 42) + int(id[:4]) + book number
+    (books in sorted file-name order; the reference numbers them in os.listdir order), and
+    {CHAR} is replaced by np.random.choice(character_set) drawn once per depth in order;
   - depths: np.linspace(0, 100, 26) percent;
   - placement: the haystack is C tokens of the book (the model's tokenizer, no special tokens)
     with the needle put after the first newline token at or beyond depth x (C + 1), as
     BookHaystack._generate_w_needle_placement builds it (pre-text cut at its last newline,
     " " + needle + "\\n" before the rest);
-  - the prompt: the task template filled with the haystack and the question (no answer prefix;
-    with --chat --system-prompt "You are a helpful assistant" it is the reference's chat request);
+  - the prompt: the task template filled with the haystack and the question (no answer prefix);
+    under --chat the reference protocol adds its system turn "You are a helpful assistant";
   - 192 new tokens (the reference's model configs); metric "contains": 1 when any gold answer
     (the character's name) is a case-sensitive substring of the output.
-What this harness changes: the length. NoLiMa's context_length counts the haystack alone; here a
-length L is the whole budget (prompt + 192 generated tokens), so C is the largest haystack whose
-prompt fits L - 192 tokens exactly (metadata "haystack_tokens" records C). Sample `index` is the
-index-th cell of a fixed (seed-0) shuffle of tests x books x depths, so any --samples N is an
-even draw over tests, books and depths.
+The length (tasks.nolima.protocol): under "reference" (the default) a length is the haystack C
+itself in the reference's decimal units (250 ... 32000, its default grid), and a run without
+--samples takes the whole grid (tests x books x 26 depths; 58 x 5 x 26 = 7,540 per length on the
+released set), as the paper's Table 3 averages it. Under "exact-length" a length L is the whole
+budget (prompt + 192 generated tokens), so C is the largest haystack whose prompt fits L - 192
+tokens exactly (metadata "haystack_tokens" records C), and a run takes 500 samples by default.
+Sample `index` is the index-th cell of a fixed (seed-0) shuffle of tests x books x depths under
+both, so any --samples N is an even draw over tests, books and depths.
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ from harness.errors import TaskUnavailable, UserError
 from tasks.base import Sample, Task
 from tasks.icl.tasks import largest_fitting
 from tasks.nolima import data
-from tasks.registry import register_suite, register_task
+from tasks.nolima.protocol import PROTOCOLS, REFERENCE_SYSTEM_PROMPT, reference_lengths
+from tasks.registry import Headline, register_suite, register_task
 from tasks.tokenization import count_tokens, tokenizer_fingerprint
 
 DEFAULT_TASK_TEMPLATE = (
@@ -51,7 +57,7 @@ DEFAULT_TASK_TEMPLATE = (
 )
 DEPTHS = [float(d) for d in np.linspace(0, 100, 26)]  # document_depth_percent_intervals: 26
 MAX_NEW_TOKENS = 192
-SYSTEM_PROMPT = "You are a helpful assistant"  # the reference's default system prompt (chat runs)
+SYSTEM_PROMPT = REFERENCE_SYSTEM_PROMPT  # sent under --chat by the reference protocol
 
 
 def contains(response: str, gold_answers) -> float:
@@ -110,6 +116,32 @@ class NoLiMaTask(Task):
     metric: ClassVar[str] = "contains"
     max_new_tokens: ClassVar[int] = MAX_NEW_TOKENS
     direct: ClassVar[bool] = False
+    protocols: ClassVar[tuple[str, ...]] = PROTOCOLS
+    reference_system_prompt: ClassVar[str | None] = SYSTEM_PROMPT
+
+    @property
+    def reference(self) -> bool:
+        return self.protocol == "reference"
+
+    def task_lengths(self, requested: list[int] | None, context: int, max_length: int | None) -> list[int]:
+        # reference: haystack sizes in its units (tasks.nolima.protocol); exact-length: budgets
+        if self.reference:
+            return reference_lengths(requested)
+        return super().task_lengths(requested, context, max_length)
+
+    def default_samples(self, length: int) -> int | None:
+        # Table 3 averages every test x book x depth of a length (gather_results.ipynb: each result
+        # file is one test and book over 26 depths, all of equal size)
+        return self.num_samples_available(length) if self.reference else None
+
+    def length_is_budget(self) -> bool:
+        """Whether a length is the sample's whole budget (a chat template's tokens come out of it):
+        not under the reference protocol, whose length is the haystack alone."""
+        return not self.reference
+
+    def uses_chat_template(self) -> bool:
+        # the reference always sends its prompt as a chat request (async_api_connector.py)
+        return True
 
     def tests(self) -> tuple[data.Test, ...]:
         tests = tuple(t for t in data.load().tests if (t.question_type == "direct") == self.direct)
@@ -162,6 +194,11 @@ class NoLiMaTask(Task):
         template = test.task_template or DEFAULT_TASK_TEMPLATE
         book = _book_tokens(tokenizer_fingerprint(tokenizer), d.hash, book_no, tokenizer)
         depth = DEPTHS[depth_no] / 100
+        if self.reference:  # the haystack is the length itself, as the reference places it
+            text, _ = book.place(needle, length, depth)
+            prompt = template.format(haystack=text, question=question)
+            num = count_tokens(tokenizer, prompt)
+            return self._sample(length, index, seed, (test, book_no, depth_no), char, gold, (prompt, num), length)
         budget = length - self.max_new_tokens
         counted: dict[int, tuple[int, str]] = {}
 
@@ -178,6 +215,11 @@ class NoLiMaTask(Task):
             raise UserError(f"{self.name}: length {length} leaves no room for a haystack: use a longer length")
         fits(c)
         num, prompt = counted[c]
+        return self._sample(length, index, seed, (test, book_no, depth_no), char, gold, (prompt, num), c)
+
+    def _sample(self, length: int, index: int, seed: int, cell, char, gold, prompt_num, c: int) -> Sample:
+        d = data.load()
+        (test, book_no, depth_no), (prompt, num) = cell, prompt_num
         meta = {
             "test": test.name,
             "question_type": test.question_type,
@@ -186,6 +228,7 @@ class NoLiMaTask(Task):
             "haystack_tokens": c,
             "character": char,
             "needle_depths": [DEPTHS[depth_no]],
+            "protocol": self.protocol,
         }
         if len(gold) == 1:  # the depth heatmap counts one needle per answer
             meta["answer_depths"] = [DEPTHS[depth_no]]
@@ -230,11 +273,22 @@ class NoLiMaDirect(NoLiMaTask):
     direct = True
 
 
+# NoLiMa's Table 3: per length the mean over its whole grid, and the effective length relative to
+# the base score (tasks.nolima.effective, the paper's section 4.3).
+HEADLINE = Headline(
+    label=(
+        "grid mean (tests x books x 26 depths) per length, NoLiMa's Table 3; effective length: the longest "
+        "length from 1K whose score keeps >= 85% of the base score (per test its best of 250/500/1K, mean over tests)"
+    ),
+    groups={"NoLiMa": {"NoLiMa": ["nolima"]}},
+)
+
 register_suite(
     "nolima",
     ["nolima"],
     "NoLiMa: needles with minimal lexical overlap with the question (set HARNESS_NOLIMA offline)",
     label="NoLiMa",
     order=9,
+    headline=HEADLINE,
 )
 register_suite("nolima-direct", ["nolima_direct"], "NoLiMa's direct (literal-match) questions, the control")

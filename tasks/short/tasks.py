@@ -74,6 +74,7 @@ class MMLU(_LmEvalTask):
     version = "1"
     metric = "acc"
     lm_eval_metric = "acc"
+    chance = 25.0  # four options
     num_fewshot = 5
 
     def check_available(self) -> None:
@@ -111,6 +112,7 @@ class HellaSwag(_LmEvalTask):
     version = "1"
     metric = "acc_norm"
     lm_eval_metric = "acc_norm"
+    chance = 25.0  # four endings
     num_fewshot = 0
 
     def check_available(self) -> None:

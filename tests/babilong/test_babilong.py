@@ -1,6 +1,7 @@
-"""BABILong: prompts, bAbI parsing, the 0K context and compare_answers against booydar/babilong's own
-code (recorded in reference_expected.json); the background fitted to each length in the model's
-tokens; data errors in one line."""
+"""BABILong under the "exact-length" protocol: prompts, bAbI parsing, the 0K context and
+compare_answers against booydar/babilong's own code (recorded in reference_expected.json); the
+background fitted to each length in the model's tokens; data errors in one line. (The "reference"
+protocol, on the released sets: test_released.py and test_parity.py.)"""
 
 from __future__ import annotations
 
@@ -16,10 +17,19 @@ from tasks.babilong import data
 from tasks.babilong.metrics import compare_answers
 from tasks.babilong.prompts import TASK_LABELS, format_prompt
 from tasks.babilong.tasks import QA_TASKS, max_lines
-from tasks.registry import all_suites, get_task
+from tasks.registry import all_suites
+from tasks.registry import get_task as _get_task
 from tasks.ruler.fitting import counter_for
 
 from .helpers import write_babi, write_pg19
+
+
+def get_task(name: str):
+    """The task under the exact-length protocol (the reference protocol is the default)."""
+    task = _get_task(name)
+    task.set_protocol("exact-length")
+    return task
+
 
 EXPECTED = json.loads((Path(__file__).parent / "reference_expected.json").read_text(encoding="utf-8"))
 
@@ -126,10 +136,21 @@ def test_eligible_questions_follow_create_tasks_rule(bab_dir):
 
 
 def test_suites():
+    """babilong is qa1-qa5, the tasks the leaderboard averages (and the only ones RMT-team/babilong-1k-samples
+    holds above 0k); every suite's headline is their mean at each length."""
+    from tasks.registry import suite_headline
+
     suites = all_suites()
-    assert suites["babilong"] == [f"babilong_qa{i}" for i in range(1, 11)]
-    assert len(suites["babilong-all"]) == 20 and len(suites["babilong-qa1-5"]) == 5
-    assert suites["babilong-0k"] == [f"babilong_0k_qa{i}" for i in range(1, 11)]
+    assert suites["babilong"] == suites["babilong-qa1-5"] == [f"babilong_qa{i}" for i in range(1, 6)]
+    assert suites["babilong-qa1-10"] == [f"babilong_qa{i}" for i in range(1, 11)]
+    assert len(suites["babilong-all"]) == 20 and len(suites["babilong-0k-all"]) == 20
+    assert suites["babilong-0k"] == [f"babilong_0k_qa{i}" for i in range(1, 6)]
+    for name in ("babilong", "babilong-qa1-10", "babilong-all"):
+        head = suite_headline(name)
+        assert head is not None and head.groups == {"qa1-qa5": {f"qa{i}": [f"babilong_qa{i}"] for i in range(1, 6)}}
+    zero = suite_headline("babilong-0k")
+    assert zero is not None and zero.groups["qa1-qa5"]["qa3"] == ["babilong_0k_qa3"]
+    assert "qa1-qa5" in zero.label
 
 
 def test_missing_data_is_one_line(tmp_path, monkeypatch, bpe_tokenizer):
@@ -161,3 +182,14 @@ def test_dataset_hash_covers_both_sources(bab_dir):
     book.write_text(book.read_text() + "One more sentence of the book that changes its hash for sure.\n")
     data.clear_caches()
     assert get_task("babilong_qa1").dataset_hash() != h and get_task("babilong_0k_qa1").dataset_hash() == h0
+
+
+def test_a_binary_pg19_book_is_refused_never_decoded_with_replacements(tmp_path):
+    """A book that is not UTF-8 (binary garbage in pg19/) is one line naming the file (issue 40),
+    as NoLiMa refuses the same file, instead of haystacks full of replacement characters."""
+    from tasks.data.reader import DataFileError
+
+    write_pg19(tmp_path)
+    (tmp_path / "pg19" / "zz-binary.txt").write_bytes(bytes(range(256)) * 64)
+    with pytest.raises(DataFileError, match=r"zz-binary\.txt is not UTF-8 text"):
+        data._books(str(tmp_path))

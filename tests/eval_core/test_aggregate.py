@@ -304,3 +304,19 @@ def test_unavailable_lengths_pass_through_and_show_in_table():
     short_block = table[table.index("\nshort") :]
     assert "effective length n/a" in short_block and "0M" not in table
     assert short_block.splitlines()[2].split()[:2] == ["Task", "n/a"]
+
+
+def test_records_of_one_identity_with_other_content_are_reported():
+    """Two records with one key and different content (a hand-edited store): the first written
+    counts and results.json says how many disagreed, never a silent choice (issue 40)."""
+    recs = make_records()
+    twin = json.loads(json.dumps(recs[0]))
+    twin["score"] = 1.0 - twin["score"]
+    same = json.loads(json.dumps(recs[1]))  # an identical duplicate is no conflict
+    out = aggregate(recs + [twin, same], SUITES, RUN, PROV)
+    assert out["conflicting_records"] == 1
+    assert out["suites"] == aggregate(recs, SUITES, RUN, PROV)["suites"]
+    from harness.table import format_table
+
+    assert "1 record(s) share an identity" in format_table(out)
+    assert "conflicting_records" not in aggregate(recs + [same], SUITES, RUN, PROV)

@@ -232,7 +232,9 @@ def test_data_source_flags_set_env(monkeypatch, tmp_path):
     )
     cfg = config_from_args(args)
     # --samples not given: None, i.e. 500 per length-controlled task and length, every item otherwise
-    assert cfg.samples is None and cfg.lengths == "4k-128k" and cfg.backend == "hf" and not cfg.chat_template
+    # --lengths not given: None, i.e. 4k-128k for RULER-style tasks and a reference's own grid otherwise
+    assert cfg.samples is None and cfg.lengths is None and cfg.backend == "hf" and not cfg.chat_template
+    assert cfg.protocol == "reference"
     import os
 
     assert os.environ["HARNESS_ESSAYS"] == str(tmp_path / "e")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from tasks.base import Sample, Task
-from tasks.registry import register_suite, register_task
+from tasks.registry import Headline, register_suite, register_task
 from tasks.tokenization import count_tokens
 
 NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.\n"
@@ -102,3 +102,61 @@ class ToyChoice(Task):
                 }
             )
         return out
+
+
+@register_task
+class ToyReference(_Toy):
+    """A task with a published reference: the "reference" protocol runs at its own length grid and
+    sample count and is never chat-wrapped, with a system turn of its own; "exact-length" is the
+    plain toy task. Its suite `toy-ref` declares a headline (mean of two category means)."""
+
+    name = "toy_ref"
+    version = "1"
+    protocols = ("reference", "exact-length")
+    reference_system_prompt = "You are a toy."
+
+    def _question(self, rng):
+        return f"Say a number like {rng.randrange(10**6)}.", (str(rng.randrange(10)),)
+
+    def task_lengths(self, requested, context, max_length):
+        if self.protocol == "reference" and requested is None:
+            return [1000]
+        return super().task_lengths(requested, context, max_length)
+
+    def default_samples(self, length):
+        return 2 if self.protocol == "reference" else None
+
+    def uses_chat_template(self):
+        return self.protocol != "reference"
+
+    def sample(self, length, index, seed, tokenizer):
+        s = super().sample(length, index, seed, tokenizer)
+        # the protocol shows in the prompt, as a reference's own inputs would
+        text = ("[ref] " if self.protocol == "reference" else "") + s.input
+        return Sample(
+            s.task,
+            s.version,
+            s.length,
+            s.index,
+            s.seed,
+            text,
+            s.answer_prefix,
+            s.references,
+            s.max_new_tokens,
+            count_tokens(tokenizer, text + s.answer_prefix),
+            s.dataset_hash,
+            {**s.metadata, "protocol": self.protocol},
+        )
+
+    def score(self, prediction, sample):
+        return 1.0 if sample.references[0] in prediction else 0.0
+
+
+register_suite(
+    "toy-ref",
+    ["toy_ref", "toy_digits", "toy_words"],
+    help="test-only suite with a headline",
+    headline=Headline(
+        "mean of the two category means", {"G": {"ref": ["toy_ref"], "toys": ["toy_digits", "toy_words"]}}
+    ),
+)

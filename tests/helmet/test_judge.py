@@ -157,6 +157,13 @@ def judged_dir(tmp_path, monkeypatch):
     J._describe.cache_clear()
 
 
+def _exact(name: str):
+    """The task under the exact-length protocol (documents cut in the evaluated model's tokens)."""
+    task = get_task(name)
+    task.set_protocol("exact-length")
+    return task
+
+
 def test_no_judge_means_unavailable(judged_dir):
     for name in ("helmet_narrativeqa", "helmet_multi_lexsum", "helmet_infbench_sum"):
         with pytest.raises(TaskUnavailable, match="--judge-base-url URL --judge-model NAME"):
@@ -168,7 +175,7 @@ def test_no_judge_means_unavailable(judged_dir):
 def test_scores_and_untrusted_replies(judged_dir, bpe_tokenizer, monkeypatch):
     with JudgeServer(_reply) as server:
         J.set_judge(server.url, "judge")
-        qa = get_task("helmet_narrativeqa")
+        qa = _exact("helmet_narrativeqa")
         qa.check_available()
         s = qa.sample(2048, 0, 42, bpe_tokenizer)
         assert s.num_tokens + 100 <= 2048 and s.input.endswith("Question: " + s.metadata["question"])
@@ -188,7 +195,7 @@ def test_scores_and_untrusted_replies(judged_dir, bpe_tokenizer, monkeypatch):
         with pytest.raises(J.UserError):
             qa.score(" Mary", s)
         server.script = []
-        summ = get_task("helmet_multi_lexsum")
+        summ = _exact("helmet_multi_lexsum")
         t = summ.sample(2048, 0, 42, bpe_tokenizer)
         assert t.answer_prefix == "\n\nSummary:" and t.num_tokens + 400 <= 2048
         # fluency 1, recall 1 of 2 key points, precision 1 of 2 sentences: F1 0.5
@@ -197,7 +204,7 @@ def test_scores_and_untrusted_replies(judged_dir, bpe_tokenizer, monkeypatch):
         from .fixtures import write_helmet
 
         write_helmet(judged_dir)
-        book = get_task("helmet_infbench_sum")
+        book = _exact("helmet_infbench_sum")
         book.check_available()
         u = book.sample(2048, 0, 42, bpe_tokenizer)
         assert u.max_new_tokens == 1200 and u.num_tokens + 1200 <= 2048
@@ -238,6 +245,8 @@ def test_eval_records_the_judge(tiny_llama_dir, judged_dir, tmp_path, monkeypatc
                 "--no-progress",
                 "--cache-dir",
                 "none",
+                "--protocol",
+                "exact-length",
             ]
         )
     assert code == 0

@@ -15,6 +15,7 @@ def test_rows_name_the_variables_the_loaders_read():
     from tasks.babilong import data as babilong
     from tasks.data import qa
     from tasks.helmet import data as helmet
+    from tasks.helmet import reference as helmet_reference
     from tasks.icl import data as icl
     from tasks.longbench import data as longbench
     from tasks.longbench_v2 import data as longbench_v2
@@ -29,6 +30,7 @@ def test_rows_name_the_variables_the_loaders_read():
         "longbench_v2": longbench_v2.ENV_VAR,
         "babilong": babilong.ENV_VAR,
         "helmet": helmet.ENV_VAR,
+        "llama2_tokenizer": helmet_reference.LLAMA2_ENV,
         "nolima": nolima.ENV_VAR,
         "icl": icl.ENV_VAR,
         "mmlu": short.MMLU_ENV,

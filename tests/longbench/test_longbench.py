@@ -88,6 +88,7 @@ def test_middle_truncation_matches_pred_py(lb_dir, bpe_tokenizer):
     words = " ".join(f"word{i}" for i in range(400))
     _write(lb_dir, "hotpotqa", [_rec("hotpotqa", ctx=words, inp="Which word is first?")])
     task = get_task("hotpotqa")
+    task.set_protocol("exact-length")  # the length is the whole budget (the reference's: tests below)
     full = task.sample(0, 0, 42, bpe_tokenizer)
     budget = 120  # prompt tokens: the length is the whole budget, prompt + 32 generated (hotpotqa)
     s = task.sample(budget + 32, 0, 42, bpe_tokenizer)
@@ -150,6 +151,7 @@ def test_longbench_icl_end_to_end_fake_runner(lb_dir, bpe_tokenizer):
     per_task = {}
     for name in all_suites()["longbench-icl"]:
         task = get_task(name)
+        task.set_protocol("exact-length")
         samples, _preds, scores = _mini_loop(task, runner, 4096, bpe_tokenizer)
         per_task[name] = 100 * sum(scores) / len(scores)
         assert all(
@@ -200,6 +202,7 @@ def test_longbench_icl_tiny_llama(lb_dir, tiny_runner, tiny_tokenizer):
     length = 112  # small enough that the trec prompts are middle-truncated
     for name in ["trec", "triviaqa"]:
         task = get_task(name)
+        task.set_protocol("exact-length")
         budget = length - task.max_new_tokens
         samples, preds, scores = _mini_loop(task, tiny_runner, length, tiny_tokenizer)
         for s, p, sc in zip(samples, preds, scores):

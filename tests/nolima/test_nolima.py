@@ -1,5 +1,8 @@
-"""NoLiMa: prompts byte-compared with the reference, its metric, exact length fitting, missing
-and malformed data, and its 85%-of-base effective length.
+"""NoLiMa: prompts byte-compared with the reference, its metric, both protocols' lengths, missing
+and malformed data.
+
+The PINNED prompts are the exact-length protocol's (a haystack fitted to the budget); the reference
+protocol's prompts are pinned against the reference's own code in test_nolima_parity.py.
 
 Expected values were computed once by running adobe-research/NoLiMa at 7532e4e on the fixture
 of tests/nolima/fixtures.py with the test BPE tokenizer (harness.embedded.build_tokenizer):
@@ -72,9 +75,15 @@ def nolima_dir(tmp_path):
     data.set_data_dir(None)
 
 
+def _task(name: str, protocol: str = "exact-length"):
+    task = get_task(name)
+    task.set_protocol(protocol)
+    return task
+
+
 def test_prompts_match_the_reference(nolima_dir, bpe_tokenizer):
     for task_name, length, index, char, haystack, sha in PINNED:
-        s = get_task(task_name).sample(length, index, 42, bpe_tokenizer)
+        s = _task(task_name).sample(length, index, 42, bpe_tokenizer)
         assert s.metadata["character"] == char and s.references == (char,)
         assert s.metadata["haystack_tokens"] == haystack
         assert hashlib.sha256(s.prompt.encode()).hexdigest().startswith(sha), (task_name, length, index)
@@ -83,7 +92,7 @@ def test_prompts_match_the_reference(nolima_dir, bpe_tokenizer):
 def test_length_is_exact(nolima_dir, bpe_tokenizer):
     from tasks.nolima.tasks import DEFAULT_TASK_TEMPLATE, BookTokens
 
-    task = get_task("nolima")
+    task = _task("nolima")
     d = data.load()
     for length in (512, 1024, 2048):
         for index in range(4):
@@ -104,7 +113,7 @@ def test_length_is_exact(nolima_dir, bpe_tokenizer):
 
 
 def test_grid_and_task_split(nolima_dir, bpe_tokenizer):
-    nolima, direct = get_task("nolima"), get_task("nolima_direct")
+    nolima, direct = _task("nolima"), _task("nolima_direct")
     # 2 tests x (onehop, twohop) + 2 tests x onehop = 6 non-direct tests; 2 direct; 2 books; 26 depths
     assert nolima.num_samples_available(1024) == 6 * 2 * 26
     assert direct.num_samples_available(1024) == 2 * 2 * 26
@@ -171,15 +180,47 @@ def test_books_too_short_make_the_length_unavailable(nolima_dir, bpe_tokenizer):
     assert get_task("nolima").num_samples_with_tokenizer(2048, bpe_tokenizer) == 6 * 2 * 26
 
 
-def test_generate_command(nolima_dir, bpe_tokenizer_dir, tmp_path):
+def test_generate_command(nolima_dir, bpe_tokenizer_dir, bpe_tokenizer, tmp_path):
     """`harness generate` (light tokenizer, no transformers) writes the same samples as eval builds."""
     from harness.cli import main
 
     out = tmp_path / "gen"
     args = ["generate", "--tasks", "nolima", "--lengths", "1k", "--samples", "3", "--tokenizer", str(bpe_tokenizer_dir)]
     assert main([*args, "--nolima-data", str(nolima_dir), "--out", str(out), "--cache-dir", "none"]) == 0
-    rows = [json.loads(x) for x in (out / "nolima" / "1024.jsonl").read_text().splitlines()]
-    pinned = {i: sha for task, length, i, _, _, sha in PINNED if task == "nolima" and length == 1024}
-    assert [hashlib.sha256((r["input"] + r["answer_prefix"]).encode()).hexdigest()[:24] for r in rows] == [
-        pinned[i] for i in range(3)
-    ]
+    (path,) = (out / "nolima").glob("*.jsonl")  # 1024.jsonl, or 1000.jsonl when lengths map by protocol
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    task = get_task("nolima")  # the default protocol, as the command's
+    expected = [task.sample(int(path.stem), i, 42, bpe_tokenizer).prompt for i in range(3)]
+    assert [r["input"] + r["answer_prefix"] for r in rows] == expected
+
+
+def test_reference_protocol(nolima_dir, bpe_tokenizer):
+    """The default protocol: the haystack is the length, in the reference's units and grid."""
+    from harness.errors import UserError
+    from tasks.nolima.protocol import REFERENCE_LENGTHS, reference_length
+    from tasks.nolima.tasks import SYSTEM_PROMPT
+
+    task = get_task("nolima")
+    assert task.protocol == "reference" and task.protocols == ("reference", "exact-length")
+    assert task.task_lengths(None, 8192, None) == [250, 500, 1000, 2000, 4000, 8000, 16000, 32000]
+    assert list(REFERENCE_LENGTHS) == task.task_lengths(None, 8192, None)
+    # --lengths: k = 1024 names the reference's K; 256/512 its 250/500; multiples of 250 as written
+    assert task.task_lengths([256, 512, 1024, 2048, 32768, 131072], 8192, None) == [250, 500, 1000, 2000, 32000, 128000]
+    assert task.task_lengths([500, 1000, 4000, 16000, 128000], 8192, None) == [500, 1000, 4000, 16000, 128000]
+    assert task.task_lengths([1024, 1000], 8192, None) == [1000]
+    for bad in (768, 1536, 4097, 300):
+        with pytest.raises(UserError, match="names no haystack size.*--protocol exact-length"):
+            reference_length(bad)
+    assert task.default_samples(1000) == 6 * 2 * 26  # the whole grid, as Table 3 averages it
+    assert task.uses_chat_template() and task.reference_system_prompt == SYSTEM_PROMPT == "You are a helpful assistant"
+    assert not task.length_is_budget()
+    for length in (250, 1000):
+        s = task.sample(length, 0, 42, bpe_tokenizer)
+        assert s.length == length and s.metadata["haystack_tokens"] == length
+        assert s.metadata["protocol"] == "reference" and s.num_tokens > length
+    # the same cell under exact-length: a smaller haystack (the budget holds prompt + 192)
+    exact = _task("nolima")
+    assert exact.task_lengths(None, 8192, None)[0] == 4096 and exact.default_samples(1024) is None
+    assert exact.length_is_budget()
+    e = exact.sample(1024, 0, 42, bpe_tokenizer)
+    assert e.metadata["haystack_tokens"] < 1000 and e.metadata["protocol"] == "exact-length"

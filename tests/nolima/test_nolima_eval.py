@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
+
 from harness.aggregate import base_relative_effective_length
 from harness.cli import main
 from tasks.nolima import data
@@ -43,7 +45,10 @@ def test_rule_matches_brute_force():
     assert out["value"] == 8192 and out["base_lengths"] == [1024]
 
 
-def test_eval_end_to_end(tiny_llama_dir, tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("protocol", ["reference", "exact-length"])
+def test_eval_end_to_end(protocol, tiny_llama_dir, tmp_path, capsys, monkeypatch):
+    # "512,1k": the reference's 500 and 1000-token haystacks, or exact budgets of 512 and 1024
+    lengths = [500, 1000] if protocol == "reference" else [512, 1024]
     folder = write_nolima(tmp_path / "nolima")
     monkeypatch.setenv(data.ENV_VAR, str(folder))  # restored after the test (--nolima-data sets it)
     out = tmp_path / "out"
@@ -66,6 +71,8 @@ def test_eval_end_to_end(tiny_llama_dir, tmp_path, capsys, monkeypatch):
                 "--no-progress",
                 "--cache-dir",
                 "none",
+                "--protocol",
+                protocol,
             ]
         )
     finally:
@@ -76,15 +83,21 @@ def test_eval_end_to_end(tiny_llama_dir, tmp_path, capsys, monkeypatch):
     results = json.loads((out / "results.json").read_text())
     suite = results["suites"]["nolima"]
     rel = suite["summary"]["effective_length_nolima"]
-    assert rel["rule"] == "nolima" and rel["fraction"] == 0.85 and rel["base_lengths"] == [512, 1024]
+    assert rel["rule"] == "nolima-paper" and rel["fraction"] == 0.85 and rel["base_lengths"] == lengths
     assert suite["summary"]["effective_length"]["threshold"] == 85.6  # RULER's rule stays beside it
     from harness.aggregate import apply_threshold
 
     again = apply_threshold(results, 10.0)["suites"]["nolima"]["summary"]
     assert again["effective_length"]["threshold"] == 10.0 and again["effective_length_nolima"] == rel
-    assert set(suite["depth_heatmap"]["lengths"]) == {512, 1024}
+    assert set(suite["depth_heatmap"]["lengths"]) == set(lengths)
     recs = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()[1:]]
-    assert len(recs) == 4 and all(r["metric"] == "contains" and r["num_tokens"] + 192 <= r["length"] for r in recs)
+    assert len(recs) == 4 and {r["length"] for r in recs} == set(lengths)
+    assert all(r["metric"] == "contains" and r["settings"]["protocol"] == protocol for r in recs)
+    if protocol == "reference":  # the haystack is the length; the prompt is longer
+        assert all(r["metadata"]["haystack_tokens"] == r["length"] < r["num_tokens"] for r in recs)
+        assert set(suite["headline"]["groups"]) == {"NoLiMa"} and "85%" in suite["headline"]["label"]
+    else:  # the length is the whole budget
+        assert all(r["num_tokens"] + 192 <= r["length"] for r in recs)
     assert all(r["score"] == float(r["metadata"]["references"][0] in r["prediction"]) for r in recs)
     # `harness plan` reads the suite like any other (samples needed per task and length)
     capsys.readouterr()

@@ -37,7 +37,7 @@ def _records(out: Path) -> dict[tuple, dict]:
 
 
 def _posts(server: TinyServer) -> int:
-    return sum(1 for path, _ in server.requests if path != "/v1/models")
+    return sum(1 for path, _ in server.requests if path != "/v1/models" and not path.endswith("/tokenize"))
 
 
 def _on(route: str, mutate: Callable[[dict], object], skip: int = 0) -> Callable[[str, dict], object]:

@@ -9,9 +9,11 @@ independent computation, and it can misbehave on purpose:
   - `logprobs` False: echo + logprobs requests are refused (400), as some servers do;
   - `mangle(path, answer)`: while set, every 200 answer (GET /v1/models included) is replaced by what
     it returns (any JSON value, or bytes sent as they are): malformed replies on purpose.
-Routes: GET /v1/models (id, root, max_model_len), POST /v1/completions (text or token-id prompt;
+Routes: GET /v1/models (id, root, max_model_len), POST /tokenize (with `tokenize`), POST /v1/completions (text or token-id prompt;
 echo + logprobs for prompt log-probs), POST /v1/chat/completions (the tokenizer's chat template,
-continue_final_message as vLLM does).
+continue_final_message as vLLM does). Completions and chat take vLLM's extra sampling fields
+`stop_token_ids` (end like EOS) and `min_tokens` (EOS and those ids masked for that many tokens), as
+transformers' generate runs them; every POST body is kept in `bodies`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class TinyServer:
         report_context: bool = True,
         logprobs: bool = True,
         mangle: Callable[[str, dict], object] | None = None,
+        tokenize: bool = False,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -47,7 +50,9 @@ class TinyServer:
         self.report_context = report_context
         self.logprobs = logprobs  # False: refuse echo + logprobs, as some servers do
         self.mangle = mangle
+        self.tokenize = tokenize  # answer POST /tokenize (the count with the served tokenizer), as vLLM does
         self.requests: list[tuple[str, int]] = []  # (path, status) of every request handled
+        self.bodies: list[dict] = []  # the JSON body of every POST, as received
         self.answers = 0
         self.dead = False  # set once max_answers is reached: later requests get no answer
         self._lock = threading.Lock()  # one model call at a time, and consistent counters
@@ -70,20 +75,25 @@ class TinyServer:
         self.httpd.server_close()
 
     # -- the model ---------------------------------------------------------------------------
-    def _generate(self, ids: list[int], max_tokens: int, stop: list[str]) -> tuple[str, int]:
+    def _generate(self, ids: list[int], max_tokens: int, stop: list[str], body: dict | None = None) -> tuple[str, int]:
         torch = self.torch
+        body = body or {}
+        stops = [self.tok.eos_token_id, *body.get("stop_token_ids", [])]
+        floor = {"min_new_tokens": body["min_tokens"]} if body.get("min_tokens") else {}
         with torch.inference_mode():
             out = self.model.generate(
                 torch.tensor([ids]),
                 attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                 do_sample=False,
                 max_new_tokens=max_tokens,
-                eos_token_id=self.tok.eos_token_id,
+                eos_token_id=stops if len(stops) > 1 else self.tok.eos_token_id,
                 pad_token_id=self.tok.eos_token_id,
+                **floor,
             )
         new = out[0, len(ids) :].tolist()
-        if self.tok.eos_token_id in new:
-            new = new[: new.index(self.tok.eos_token_id)]
+        end = next((k for k, t in enumerate(new) if t in stops), None)
+        if end is not None:  # vLLM leaves a stop id out of the text
+            new = new[:end]
         text = self.tok.decode(new, skip_special_tokens=True)
         for s in stop:
             if s and s in text:
@@ -117,7 +127,7 @@ class TinyServer:
                     return 400, {"error": {"message": "echo is not supported"}}
                 lp = self._prompt_logprobs(ids)
                 return 200, {"choices": [{"index": 0, "text": "", "logprobs": lp, "finish_reason": "length"}]}
-            text, n = self._generate(ids, body["max_tokens"], body.get("stop") or [])
+            text, n = self._generate(ids, body["max_tokens"], body.get("stop") or [], body)
             choice = {"index": 0, "text": text, "finish_reason": "stop"}
             return 200, {"object": "text_completion", "choices": [choice], "usage": {"prompt_tokens": n}}
         if path == "/v1/chat/completions":
@@ -126,10 +136,12 @@ class TinyServer:
                 body["messages"], tokenize=False, add_generation_prompt=not cont, continue_final_message=cont
             )
             ids = self.tok(text, add_special_tokens=False)["input_ids"]  # the template writes BOS itself
-            out, n = self._generate(ids, body["max_tokens"], body.get("stop") or [])
+            out, n = self._generate(ids, body["max_tokens"], body.get("stop") or [], body)
             msg = {"role": "assistant", "content": out}
             choice = {"index": 0, "message": msg, "finish_reason": "stop"}
             return 200, {"object": "chat.completion", "choices": [choice], "usage": {"prompt_tokens": n}}
+        if path == "/tokenize" and self.tokenize:  # vLLM's route at the server root
+            return 200, {"count": len(self.tok(body["prompt"])["input_ids"]), "max_model_len": self.max_model_len}
         return 404, {"error": {"message": f"no route {path}"}}
 
     # -- HTTP --------------------------------------------------------------------------------
@@ -166,6 +178,7 @@ class TinyServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 with server._lock:
+                    server.bodies.append(body)
                     if server.dead:  # "killed": drop the connection unanswered
                         self.close_connection = True
                         return

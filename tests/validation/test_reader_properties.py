@@ -148,16 +148,22 @@ def _short(kind: str):
                 files, _order, _ = data.mmlu_files()
                 for split in files.values():
                     for path in split.values():
-                        for row in map(json.loads, Path(path).read_text().splitlines()):
+                        for row in map(json.loads, _lines(Path(path))):
                             assert 0 <= row["answer"] < len(row["choices"])
             else:
                 path, _order, _ = data.hellaswag_file()
-                for row in map(json.loads, Path(path).read_text().splitlines()):
+                for row in map(json.loads, _lines(Path(path))):
                     assert 0 <= int(row["label"]) < len(row["endings"])
         finally:
             del os.environ[env]
 
     return load
+
+
+def _lines(path: Path) -> list[str]:
+    """A JSONL file's lines as JSONL readers split them: at "\n" only (str.splitlines would also
+    split inside a value holding U+0085 or U+2028, which JSON writes unescaped)."""
+    return [line for line in path.read_text().split("\n") if line.strip()]
 
 
 def _ppl(path: str):

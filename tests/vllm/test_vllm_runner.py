@@ -60,6 +60,36 @@ def test_vllm_loglikelihood_equals_transformers(runners):
     assert [x for x, _ in a] == pytest.approx([x for x, _ in b], abs=2e-3)
 
 
+def test_vllm_token_stops_equal_transformers(runners):
+    """stop_tokens / min_new_tokens (LongBench pred.py's samsum rule) as SamplingParams stop_token_ids /
+    min_tokens: the same text as the hf runner's (tests/eval_run/test_stop_tokens.py checks that one
+    against transformers' generate), a stop as the first greedy token included. Before the tests that
+    close an engine (see test_prefix_cache_hits_are_counted_and_change_nothing)."""
+    import torch
+
+    v, h = runners
+    tok = h.tokenizer
+    ids = tok(PROMPTS[0])["input_ids"]
+    with torch.inference_mode():
+        out = h.model.generate(
+            input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+            do_sample=False, max_new_tokens=6, eos_token_id=None, pad_token_id=h.pad_id,
+        )  # fmt: skip
+    greedy = out[0, len(ids) :].tolist()
+    first, later = tok.decode(greedy[:1]), tok.decode(greedy[2:3])
+    assert tok.encode(first, add_special_tokens=False)[-1] == greedy[0]
+    reqs = [
+        GenerationRequest(PROMPTS[0], 12, stop_tokens=(first,), min_new_tokens=1),
+        GenerationRequest(PROMPTS[0], 12, stop_tokens=(first,)),
+        GenerationRequest(PROMPTS[0], 12, stop_tokens=(later,), min_new_tokens=3),
+        GenerationRequest(PROMPTS[1], 12, stop_tokens=("\n",), min_new_tokens=1),
+        GenerationRequest(PROMPTS[1], 12),
+    ]
+    got = v.generate(reqs)
+    assert got == h.generate(reqs)
+    assert got[0] != "" and got[1] == ""
+
+
 def test_same_scores_from_vllm_and_transformers_through_harness_eval(tiny_llama_dir, tmp_path):
     from harness.cli import main
 
