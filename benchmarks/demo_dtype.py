@@ -25,12 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def _windows(model: str, window: int, count: int, long_share: float):
     from harness.demo import CORPUS_SEED, DemoConfig, corpus_settings, line_tokens
-    from tasks.tokenization import load_tokenizer
+    from harness.sources import model_tokenizer
     from training.data import TokenizedDoc, anchor_id
     from training.demo_corpus import documents
     from training.packing import pack
 
-    tok = load_tokenizer(model)
+    tok = model_tokenizer(model)
     cfg = DemoConfig(model=model, window=window, long_share=long_share)
     eos = tok.eos_token_id
     docs = (

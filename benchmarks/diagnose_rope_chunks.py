@@ -52,12 +52,12 @@ def main() -> int:
     from harness.diagnose import rope as new
     from harness.diagnose.precision import torch_dtype
     from harness.diagnose.text import token_samples
-    from tasks.tokenization import load_tokenizer
+    from harness.sources import model_tokenizer
 
     torch.set_num_threads(args.threads)
     old = old_module(args.old_rev)
     shifts = tuple(int(s) for s in args.shifts.split(","))
-    samples = token_samples(load_tokenizer(args.model), "essays", 1, args.seq_len)
+    samples = token_samples(model_tokenizer(args.model), "essays", 1, args.seq_len)
     print(f"# {args.model}, L={args.seq_len}, shifts {shifts}, sources on, 1 sample, {args.threads} thread(s)")
     print("dtype  old cpu s  new cpu s  old/new  old wall  new wall  identical")
     same_all = True

@@ -66,13 +66,13 @@ def main() -> None:
     os.environ.setdefault("HARNESS_CACHE", str(work / "cache"))
     from harness.embedded import build_tiny_llama, default_tokenizer_dir
     from harness.evaluate import EvalConfig, run_eval
+    from harness.sources import model_tokenizer
     from tasks.generate import generate_samples
     from tasks.lengths import format_length, parse_lengths
     from tasks.registry import get_task
-    from tasks.tokenization import load_tokenizer
 
     model = args.model or str(build_tiny_llama(work / "run" / "ckpt-1", default_tokenizer_dir()))
-    tokenizer = load_tokenizer(model)
+    tokenizer = model_tokenizer(model)
     task = get_task(args.task)
     rows = []
     for L in parse_lengths(args.lengths):

@@ -100,13 +100,13 @@ def main() -> None:
     from harness.runners.base import GenerationRequest, RunnerSettings
     from harness.runners.common import prompt_ids
     from harness.runners.hf import HFRunner
+    from harness.sources import model_tokenizer
     from tasks.generate import generate_samples
     from tasks.lengths import format_length, parse_lengths
     from tasks.registry import get_task, split_csv
-    from tasks.tokenization import load_tokenizer
 
     model = args.model or str(build_tiny_llama(work / "run" / "ckpt-1", default_tokenizer_dir()))
-    tokenizer = load_tokenizer(model)
+    tokenizer = model_tokenizer(model)
     dtypes = split_csv(args.dtypes)
     peaks = {d: matmul_peak(getattr(torch, d)) for d in dtypes}
     print(f"model {model} · threads {torch.get_num_threads()} · {args.samples} samples per cell", flush=True)

@@ -297,8 +297,7 @@ def _decode_width_rows(rows: Rows, runner, groups: dict[int, list], cuda: bool) 
     shortest and a long length of the runner rows (benchmarks/decode_width.py, which chose the width)."""
     from decode_width import time_widths
 
-    from harness.runners.common import prompt_ids
-    from harness.runners.hf import DECODE_ROWS
+    from harness.runners.common import DECODE_ROWS, prompt_ids
 
     if runner.engine is None:
         rows.add("runner", "decode width", "", f"skipped: no prefix engine ({runner.unsupported})")

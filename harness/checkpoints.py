@@ -1,8 +1,10 @@
 """Checkpoint folders for `harness eval --ckpts SPEC [--last N]` (the folder kind of model source,
 harness/sources/checkpoint.py; GGUF files and served models are other kinds, and
-`select_checkpoints` resolves every kind).
+`harness.sources.select_checkpoints` resolves every kind: the sources build on this module, which
+imports none of them).
 
-    from harness.checkpoints import select_checkpoints, check_same_tokenizer, run_name_default
+    from harness.checkpoints import check_same_tokenizer, run_name_default
+    from harness.sources import select_checkpoints
     ckpts = select_checkpoints("runs/anchor/ckpt-<1950..2000>")   # existing dirs, sorted by step
     ckpts = select_checkpoints("runs/anchor/ckpt-*", last=5)      # the last five by step
     ckpts = select_checkpoints("runs/a/ckpt-100,runs/b/ckpt-100,meta-llama/Llama-2-7b-hf@main")
@@ -360,14 +362,6 @@ def load_checkpoint(path: str) -> Checkpoint:
         local=True,
         model=model_of(norm, step),
     )
-
-
-def select_checkpoints(spec: str, last: int | None = None) -> list[Checkpoint]:
-    """Resolve --ckpts/--last to checkpoints sorted by step (every kind of model source:
-    harness.sources.select_sources). UserError on any bad input."""
-    from harness.sources import select_sources
-
-    return [s.checkpoint for s in select_sources(spec, last)]
 
 
 def tokenizer_fingerprint(path: str | Path) -> str | None:

@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError, require_above, require_at_least, require_at_most
+from harness.errors import UserError
+from harness.validate import require_above, require_at_least, require_at_most
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = REPO_ROOT / "assets" / "demo-base"
@@ -302,10 +303,10 @@ def corpus_settings(cfg: DemoConfig, tokens_per_line: int) -> dict:
 def _corpus(cfg: DemoConfig, out: Path) -> str:
     if cfg.data:
         return cfg.data
-    from tasks.tokenization import load_tokenizer
+    from harness.sources import model_tokenizer
     from training import demo_corpus
 
-    unit = line_tokens(load_tokenizer(cfg.model))
+    unit = line_tokens(model_tokenizer(cfg.model))
     path = corpus_path(cfg, out, unit)
     if not path.exists():
         tmp = path.with_suffix(".tmp")
@@ -318,11 +319,11 @@ def corpus_stats(cfg: DemoConfig, data: str):
     """training.demo_corpus.LengthStats of the training documents with the model's tokenizer
     (documents as training sees them: text + EOS). A --data corpus is measured on its first
     STATS_DOCS documents; returns (stats, documents measured is the whole corpus)."""
-    from tasks.tokenization import load_tokenizer
+    from harness.sources import model_tokenizer
     from training.data import load_documents
     from training.demo_corpus import length_stats
 
-    tokenizer = load_tokenizer(cfg.model)
+    tokenizer = model_tokenizer(cfg.model)
     lengths: list[int] = []
     for source in [p.strip() for p in data.split(",") if p.strip()]:
         for doc in load_documents(source, tokenizer, limit=STATS_DOCS - len(lengths)):
@@ -527,13 +528,13 @@ def rope_stage(cfg: DemoConfig, targets: dict[str, str], out: Path) -> list[dict
     from harness.diagnose.report import write_report
     from harness.diagnose.rope import Settings
     from harness.diagnose.text import token_samples
-    from tasks.tokenization import load_tokenizer
+    from harness.sources import model_tokenizer
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     settings = Settings(
         shifts=(ROPE_DELTA1,), delta2=ROPE_DELTA2, seq_len=cfg.rope_len, logit_lengths=(), kernel="eager", sources=False
     )
-    samples = token_samples(load_tokenizer(cfg.model), ROPE_TEXT, cfg.rope_samples, cfg.rope_len)
+    samples = token_samples(model_tokenizer(cfg.model), ROPE_TEXT, cfg.rope_samples, cfg.rope_len)
     runs = []
     bars = hf_logging.is_progress_bar_enabled()
     if not cfg.progress:

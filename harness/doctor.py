@@ -135,7 +135,11 @@ def _check_rope(cfg, s: _Setup) -> Check:
     positions = s.config.get("max_position_embeddings")
     if not isinstance(positions, int):
         return Check("rope", SKIP, "the model's config is not readable here (a served model): positions not checked")
-    scaling = cfg.rope_scaling or s.config.get("rope_scaling")
+    # transformers 5 keeps rope_theta and the scaling in rope_parameters; older configs at the top
+    found = s.config.get("rope_parameters")
+    params: dict = found if isinstance(found, dict) else {}
+    scaled = params if params.get("rope_type", "default") != "default" else None
+    scaling = cfg.rope_scaling or s.config.get("rope_scaling") or scaled
     origin = "--rope-scaling" if cfg.rope_scaling else "config.json"
     longest = max(s.lengths) if s.lengths else s.context
     if scaling:
@@ -149,7 +153,7 @@ def _check_rope(cfg, s: _Setup) -> Check:
             "(lost in a conversion?): scores there measure extrapolation; pass --rope-scaling '{...}' "
             "or restore rope_scaling in config.json",
         )
-    theta = cfg.rope_theta or s.config.get("rope_theta")
+    theta = cfg.rope_theta or s.config.get("rope_theta") or params.get("rope_theta")
     return Check("rope", PASS, f"{positions} positions cover every length (rope_theta {theta})")
 
 
@@ -186,7 +190,12 @@ def _check_tokenizer(cfg, s: _Setup, probe_server: bool = True) -> list[Check]:
             out.append(Check("tokenizer eos", PASS, f"EOS {tok.eos_token!r} (id {eos})"))
     ids = tok("a", add_special_tokens=True)["input_ids"]
     model_bos = _config_ids(s.config, "bos_token_id")
-    if model_bos and (not ids or ids[0] not in model_bos) and tok.bos_token_id in model_bos:
+    template = getattr(tok, "chat_template", None)
+    writes_bos = isinstance(template, str) and bool(tok.bos_token) and tok.bos_token in template
+    if model_bos and (not ids or ids[0] not in model_bos) and tok.bos_token_id in model_bos and writes_bos:
+        # SmolLM2, Qwen: BOS is the turn marker their chat template writes, not a prompt prefix
+        out.append(Check("tokenizer bos", PASS, f"no BOS added; the chat template writes {tok.bos_token!r} itself"))
+    elif model_bos and (not ids or ids[0] not in model_bos) and tok.bos_token_id in model_bos:
         out.append(
             Check(
                 "tokenizer bos",

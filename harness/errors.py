@@ -21,8 +21,4 @@ class MissingExtra(UserError):
         super().__init__(f"{feature} needs an optional dependency: install it with `{install}`")
 
 
-# The numeric flag checks live with the rest of the argument validation (harness/validate.py);
-# re-exported here for the commands that import them from this module.
-from harness.validate import require_above, require_at_least, require_at_most
-
-__all__ = ["MissingExtra", "TaskUnavailable", "UserError", "require_above", "require_at_least", "require_at_most"]
+__all__ = ["MissingExtra", "TaskUnavailable", "UserError"]

@@ -1,7 +1,7 @@
 """A record's identity: which stored prediction answers which question under which settings.
 
     from harness.identity import record_key, settings_id, NEUTRAL_SETTINGS
-    record_key(record)   # (fingerprint, task, task_version, length, index, seed, settings_id, dataset_hash)
+    record_key(record)   # (fingerprint, task, task_version, length, index, seed, dataset_hash, settings_id)
 
 A prediction depends on the model, the sample and every setting that went into producing it
 (dtype, rope overrides, context, batch size, template, reasoning controls, served endpoint, ...).
@@ -43,7 +43,7 @@ def settings_id(settings: dict | None) -> str:
 
 
 def record_key(record: dict) -> tuple:
-    """(checkpoint fingerprint, task, task_version, length, index, seed, settings_id, dataset_hash).
+    """(checkpoint fingerprint, task, task_version, length, index, seed, dataset_hash, settings_id).
 
     The dataset hash is the hash of the data the sample was made from (essays, a LongBench file, ...):
     a data file whose content changed makes new samples, and they must never be answered by the
@@ -56,8 +56,8 @@ def record_key(record: dict) -> tuple:
         record["length"],
         record["index"],
         record["seed"],
-        settings_id(record.get("settings")),
         record.get("dataset_hash") or "",
+        settings_id(record.get("settings")),
     )
 
 

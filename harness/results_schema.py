@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -356,24 +355,3 @@ def validate_results(data: Any, path: str | Path) -> dict:
     except RecursionError:  # nesting deeper than any results file
         raise UserError(f"{path}: nested too deeply; {_FIX}") from None
     return data
-
-
-def json_schemas() -> dict[str, dict]:
-    """The published JSON Schemas (docs/schemas/): results.json and the samples.jsonl lines."""
-    from harness.store_schema import SampleRecord, StoreHeader
-
-    return {
-        "results.schema.json": Results.model_json_schema(),
-        "samples-record.schema.json": SampleRecord.model_json_schema(),
-        "samples-header.schema.json": StoreHeader.model_json_schema(),
-    }
-
-
-def _write_docs(folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, schema in json_schemas().items():
-        (folder / name).write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-
-
-if __name__ == "__main__":  # python -m harness.results_schema [DIR]: rewrite the published schemas
-    _write_docs(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/schemas"))

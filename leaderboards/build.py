@@ -13,93 +13,24 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from pathlib import Path
 from typing import cast
 
 from harness.errors import UserError
 from leaderboards.diagnostic import rope_section
 from leaderboards.intervals import cell_interval, delta_interval, heatmaps
-from tasks.lengths import format_length as _format_length
+from leaderboards.labels import (
+    TASK_LABELS,
+    declared,
+    format_length,
+    is_ruler,
+    lower_is_better,
+    path_label,
+    suite_label,
+    suite_rank,
+)
+from leaderboards.series import chart_series
 
-# Suite labels, "higher is better" and the column-group order are declared by the suites
-# themselves (tasks.registry.register_suite); unknown suites show their own name.
-
-
-def _declared(name: str):
-    from tasks.registry import suite_info
-
-    return suite_info(name)
-
-
-def format_length(value: int) -> str:
-    """Length label; 0 is the length tasks without length control (LongBench, MMLU) are stored at."""
-    return "any length" if int(value) == 0 else _format_length(int(value))
-
-
-def suite_label(name: str, tasks: list[str] | None = None) -> str:
-    """ "ruler" -> RULER, "ruler-llama2" -> RULER llama2, "longbench-icl" -> LongBench ICL; a suite
-    no family declares (`harness eval --tasks a,b` writes "custom") is named by its `tasks`."""
-    info = _declared(name)
-    if info is not None and info.label:
-        return info.label
-    head, _, rest = name.partition("-")
-    head_info = _declared(head) if rest else None
-    if head_info is not None and head_info.label:  # a variant of a labelled suite
-        return f"{head_info.label} {rest.upper() if len(rest) <= 3 else rest}"
-    if info is None and tasks:
-        return tasks_label(tasks)
-    return name
-
-
-TASKS_SHOWN = 4  # a longer task list is cut ("+N more"); the column titles and the drill-down list them all
-
-
-def tasks_label(tasks: list[str]) -> str:
-    """ "RULER: niah_single_1, vt": the tasks, after the label of the smallest top-level declared
-    suite that holds them all (composite suites such as "paper" do not count; no label when the
-    tasks come from several suites)."""
-    from tasks.registry import all_suites
-
-    tasks = list(dict.fromkeys(tasks))
-    top = {
-        suite: set(members)
-        for suite, members in all_suites().items()
-        if "-" not in suite and getattr(_declared(suite), "label", None)
-    }
-    # A suite that contains another whole top-level suite is a bundle of families, not a home.
-    homes = sorted(
-        (len(members), suite)
-        for suite, members in top.items()
-        if set(tasks) <= members and not any(other < members for other in top.values())
-    )
-    shown = ", ".join(TASK_LABELS.get(t, t) for t in tasks[:TASKS_SHOWN])
-    if len(tasks) > TASKS_SHOWN:
-        shown += f", +{len(tasks) - TASKS_SHOWN} more"
-    return f"{suite_label(homes[0][1])}: {shown}" if homes else shown
-
-
-def lower_is_better(name: str) -> bool:
-    """Suites scored so that lower is better (perplexity): no "best" mark, colour scale reversed."""
-    info = _declared(name)
-    return info is not None and not info.higher_is_better
-
-
-def suite_rank(name: str) -> tuple:
-    """Column-group order: the declared order of the suite (or of the suite it is a variant of)."""
-    for candidate in (name, name.partition("-")[0]):
-        info = _declared(candidate)
-        if info is not None and info.order is not None:
-            return (info.order, name)
-    return (float("inf"), name)
-
-
-def is_ruler(name: str) -> bool:
-    """RULER-type suites get wAvg and effective-length columns and the charts."""
-    return name == "ruler" or name.startswith("ruler-")
-
-
-TASK_LABELS = {"mmlu": "MMLU", "hellaswag": "HellaSwag"}
 TASK_ORDER = ["mmlu", "hellaswag"]  # the paper's table order
 SUMMARY_LABELS = {"avg": "Avg", "wavg_inc": "wAvg (inc)", "wavg_dec": "wAvg (dec)"}
 SUMMARY_HELP = {
@@ -575,16 +506,21 @@ def _paint(rows: list[dict], columns: list[dict], cells_key: str, diverging: boo
             else:
                 t = (cell["value"] - lo) / (hi - lo) if hi > lo else 0.5
                 cell["color"] = _color(1 - t if lower_is_better(col["suite"]) else t)
+        # an imported row (another harness, another input protocol) is shown, never crowned best
         comparable = [
             r[cells_key][col["id"]]["value"]
             for r in rows
-            if col["suite"] not in r["flag_suites"] and r[cells_key][col["id"]]["value"] is not None
+            if col["suite"] not in r["flag_suites"]
+            and not r.get("imported")
+            and r[cells_key][col["id"]]["value"] is not None
         ]
         if diverging or len(comparable) < 2 or lower_is_better(col["suite"]):
             continue
         for r in rows:
             cell = r[cells_key][col["id"]]
-            cell["best"] = col["suite"] not in r["flag_suites"] and cell["value"] == max(comparable)
+            cell["best"] = (
+                col["suite"] not in r["flag_suites"] and not r.get("imported") and cell["value"] == max(comparable)
+            )
 
 
 def _flag_sets(runs: list[dict], suite_names: list[str], against: dict[str, tuple] | None) -> tuple[dict, dict]:
@@ -633,17 +569,6 @@ def _text(value) -> str:
     if value is None or value == "":
         return "—"
     return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-
-
-def path_label(path: str, root: Path | None) -> str:
-    """`path` relative to `root` when it lies under it (a relative path counts from the current
-    directory, as `harness eval` recorded it), else as recorded."""
-    if root is None or not path or path.startswith("hub:"):
-        return path
-    try:
-        return Path(path).expanduser().resolve().relative_to(root.resolve()).as_posix() or "."
-    except (ValueError, OSError):
-        return path
 
 
 def _same_path(a: str, b: str) -> bool:
@@ -736,7 +661,7 @@ def build(
             groups[-1]["span"] += 1
         else:
             # A suite no family declares is labelled by its task names: shown as written, not upper-cased.
-            by_tasks = _declared(c["suite"]) is None and c["group"] != c["suite"]
+            by_tasks = declared(c["suite"]) is None and c["group"] != c["suite"]
             groups.append({"suite": c["suite"], "label": c["group"], "span": 1, "by_tasks": by_tasks})
 
     flags, flag_suites = _flag_sets(runs, suite_names, None)
@@ -769,6 +694,7 @@ def build(
             "is_baseline": info["name"] == baseline,
             "cells": {c["id"]: _cell(run, c["suite"], c, threshold) for c in columns},
         }
+        _mark_imported(row, run)
         rows.append(row)
     _paint(rows, columns, "cells")
 
@@ -821,11 +747,24 @@ def build(
         "drilldown": [_drilldown(run) for run in runs],
         "provenance": _provenance(runs, root),
         "rope": rope_section(rope, root, names) if rope else None,
-        "series": _series(runs),
+        "series": chart_series(runs, threshold),
         "heatmaps": heatmaps(runs, baseline),
         "any_intervals": any(c.get("ci") for r in rows for c in r["cells"].values()),
         "any_delta_intervals": any(c.get("ci") for r in rows for c in (r.get("delta") or {}).values()),
     }
+
+
+def _mark_imported(row: dict, run: dict) -> None:
+    """A row imported from another harness (harness import): its note leads the row's flags (shown
+    beside the run, in the exports), and it never gets a paired interval (no per-sample data)."""
+    from harness.imports import imported_source, note
+
+    src = imported_source(run)
+    if src is None:
+        return
+    row["imported"] = note(src)
+    row["flags"] = [row["imported"], *row["flags"]]
+    row["delta_flags"] = [row["imported"], *row["delta_flags"]]
 
 
 def _delta_cell(row: dict, base: dict, col: dict, baseline: str, iv: dict | None = None) -> dict:
@@ -955,35 +894,3 @@ def _provenance(runs: list[dict], root: Path | None = None) -> dict:
             }
         )
     return {"runs": [r["run"]["name"] for r in runs], "fields": fields, "details": runs_info}
-
-
-def _series(runs: list[dict]) -> dict:
-    """Chart data: RULER score vs length per run, and score vs checkpoint step per run."""
-    by_length, by_step = [], []
-    for r in runs:
-        name = next((n for n in r["suites"] if is_ruler(n)), None)
-        if name is None:
-            continue
-        suite = r["suites"][name]
-        pts = [
-            (int(L), s["mean"], s.get("std")) for L, s in sorted(suite["per_length"].items(), key=lambda kv: int(kv[0]))
-        ]
-        if pts:
-            by_length.append({"run": r["run"]["name"], "points": pts})
-        lines: list[dict] = []
-        steps_all: Counter = Counter()
-        for L, s in sorted(suite["per_length"].items(), key=lambda kv: int(kv[0])):
-            raw = s.get("per_step") or {}
-            if not all(str(k).lstrip("-").isdigit() for k in raw):
-                lines = []  # checkpoints labelled by path (no step): no step axis to draw on
-                break
-            per_step = {int(k): v for k, v in raw.items()}
-            if per_step:
-                lines.append({"label": format_length(int(L)), "points": sorted(per_step.items())})
-                steps_all.update(per_step.keys())  # count the steps (a mapping would add its values)
-        if lines:
-            # Per-step average over lengths, only at steps every length has (the within-checkpoint mean).
-            full = sorted(st for st, c in steps_all.items() if c == len(lines))
-            avg = [(st, sum(dict(l["points"])[st] for l in lines) / len(lines)) for st in full]
-            by_step.append({"run": r["run"]["name"], "lines": lines, "avg": avg})
-    return {"by_length": by_length, "by_step": by_step}

@@ -101,7 +101,7 @@ def _label(run: dict) -> str:
 
 def _checkpoint_label(path: str, root: Path | None) -> str:
     """Relative to `root` when under it (runs/full/ckpt-200), else the model's own name (demo-base)."""
-    from leaderboards.build import path_label
+    from leaderboards.labels import path_label
 
     shown = path_label(path, root)
     return Path(path).name or path if shown == path and root is not None else shown

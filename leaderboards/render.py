@@ -32,19 +32,10 @@ def render_html(board: dict, generated: str | None = None) -> str:
     from harness import __version__
     from harness.provenance import now_iso
     from leaderboards.export import table_data, to_markdown
-    from leaderboards.svg import depth_heatmap, length_chart, step_chart
+    from leaderboards.svg import depth_heatmap
 
-    series = board["series"]
     charts = {
-        "by_length": length_chart(
-            series["by_length"],
-            threshold=board["threshold"] if board["threshold"] is not None else _common_threshold(board),
-        )
-        if series["by_length"]
-        else None,
-        "by_step": [
-            step_chart(s) for s in series["by_step"] if len({st for l in s["lines"] for st, _ in l["points"]}) > 1
-        ],
+        "suites": [suite_charts(block) for block in board["series"]["suites"]],
         "heatmaps": [depth_heatmap(h) for h in board.get("heatmaps") or []],
     }
     markdown = {v: to_markdown(board, v) for v in (["scores", "delta"] if board["baseline"] else ["scores"])}
@@ -62,9 +53,20 @@ def render_html(board: dict, generated: str | None = None) -> str:
     )
 
 
-def _common_threshold(board: dict) -> float | None:
-    """The results' threshold for the chart line, when every run states the same one."""
-    text = board["threshold_text"]
-    if not text or "," in text:
-        return None
-    return float(text.split()[0])
+def several_steps(run_series: dict) -> bool:
+    """A step chart needs two steps at least (one checkpoint is a point, not a curve)."""
+    return len({st for line in run_series["lines"] for st, _ in line["points"]}) > 1
+
+
+def suite_charts(block: dict) -> dict:
+    """The SVG charts of one charted suite (leaderboards.series): length, steps, effective length."""
+    from leaderboards.svg import eff_step_chart, length_chart, step_chart
+
+    label = block["label"]
+    return {
+        "suite": block["suite"],
+        "label": label,
+        "by_length": length_chart(block["by_length"], threshold=block["threshold"], label=label),
+        "by_step": [step_chart(s, label=label) for s in block["by_step"] if several_steps(s)],
+        "eff_by_step": [eff_step_chart(e, label=label) for e in block["eff_by_step"]],
+    }

@@ -92,7 +92,12 @@ def _chart(
     y_title,
     threshold=None,
     label: str = "chart",
+    underlay: list[str] | None = None,
+    y_label_fn=None,
 ) -> Markup:
+    """The shared frame: title, grid, axes, threshold line, `underlay` (bands and shaded spans,
+    drawn under the lines so points stay visible), the series and their legend."""
+    y_label_fn = y_label_fn or _fmt_tick
     out = [
         (
             f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" role="img" '
@@ -104,7 +109,7 @@ def _chart(
         py = y(v)
         out.append(f'<line class="grid" x1="{x.p0:.1f}" x2="{x.p1:.1f}" y1="{py:.1f}" y2="{py:.1f}"/>')
         out.append(
-            f'<text class="tick" x="{x.p0 - 6:.1f}" y="{py + 4:.1f}" text-anchor="end">{escape(_fmt_tick(v))}</text>'
+            f'<text class="tick" x="{x.p0 - 6:.1f}" y="{py + 4:.1f}" text-anchor="end">{escape(y_label_fn(v))}</text>'
         )
     for v in x_ticks:
         px = x(v)
@@ -125,6 +130,7 @@ def _chart(
         out.append(
             f'<text class="tick threshold-label" x="{x.p1:.1f}" y="{py - 4:.1f}" text-anchor="end">threshold {escape(_fmt_tick(threshold))}</text>'
         )
+    out += underlay or []
     for i, s in enumerate(series):
         color = s.get("color") or PALETTE[i % len(PALETTE)]
         pts = [(x(px), y(py), tip) for px, py, tip in s["points"]]
@@ -166,8 +172,38 @@ def _top(series_count: int, labels: list[str], width: int, left: int, right: int
     return 30 + 15 * rows
 
 
-def length_chart(by_length: list[dict], threshold: float | None = None, width: int = 720, height: int = 340) -> Markup:
-    """RULER average vs context length, one line per run (x on a log2 axis: lengths double)."""
+def _band(points: list[tuple], x: Axis, y: Axis, color: str, run: str) -> str:
+    """The 95% interval of a run's curve as a shaded polygon (upper edge out, lower edge back);
+    empty where the results hold no interval (schema 1) at some length."""
+    have = [(p[0], p[3], p[4]) for p in points if len(p) >= 5 and p[3] is not None and p[4] is not None]
+    if len(have) < 2 or len(have) != len(points):
+        return ""
+    edge = [(x(L), y(hi)) for L, _, hi in have] + [(x(L), y(lo)) for L, lo, _ in reversed(have)]
+    d = " ".join(f"{px:.2f},{py:.2f}" for px, py in edge)
+    return (
+        f'<polygon class="band" data-series="{escape(run)}" points="{d}" fill="{color}" fill-opacity="0.15" '
+        f'stroke="none"><title>{escape(run)}: 95% interval</title></polygon>'
+    )
+
+
+def _length_tip(run: str, point: tuple) -> str:
+    L, m, sd = point[:3]
+    tip = f"{run} · {format_length(L)}: {m:.2f}" + (f" ± {sd:.2f}" if sd is not None else "")
+    if len(point) >= 5 and point[3] is not None and point[4] is not None:
+        tip += f" (95% interval [{point[3]:.2f}, {point[4]:.2f}])"
+    return tip
+
+
+def length_chart(
+    by_length: list[dict],
+    threshold: float | None = None,
+    width: int = 720,
+    height: int = 340,
+    label: str = "RULER",
+) -> Markup:
+    """A suite's average vs context length, one line per run (x on a log2 axis: lengths double),
+    with each run's 95% interval shaded where the results carry one. Points are (length, mean,
+    std) or (length, mean, std, ci_low, ci_high) (leaderboards.series)."""
     lengths = sorted({p[0] for s in by_length for p in s["points"]})
     left, right, bottom = 46, 16, 38
     top = _top(len(by_length), [s["run"] for s in by_length], width, left, right)
@@ -175,15 +211,9 @@ def length_chart(by_length: list[dict], threshold: float | None = None, width: i
     x = Axis(lengths[0], lengths[-1], left + 10, width - right - 10, log2=True)
     y = Axis(0, 100, height - bottom, top)
     series = [
-        {
-            "label": s["run"],
-            "points": [
-                (L, m, f"{s['run']} · {format_length(L)}: {m:.2f}" + (f" ± {sd:.2f}" if sd is not None else ""))
-                for L, m, sd in s["points"]
-            ],
-        }
-        for s in by_length
+        {"label": s["run"], "points": [(p[0], p[1], _length_tip(s["run"], p)) for p in s["points"]]} for s in by_length
     ]
+    bands = [_band(s["points"], x, y, PALETTE[i % len(PALETTE)], s["run"]) for i, s in enumerate(by_length)]
     return _chart(
         series,
         x,
@@ -193,16 +223,35 @@ def length_chart(by_length: list[dict], threshold: float | None = None, width: i
         nice_ticks(0, 100),
         width,
         height,
-        "RULER average vs context length",
+        f"{label} average vs context length",
         "context length (tokens)",
         "score",
         threshold,
         "by-length",
+        underlay=[b for b in bands if b],
     )
 
 
-def step_chart(run_series: dict, width: int = 420, height: int = 280) -> Markup:
-    """One run's RULER score at each checkpoint step: per length, plus the average (Figure 4)."""
+def _window_span(window: list[int] | None, x: Axis, y: Axis) -> list[str]:
+    """The checkpoints the table averages, shaded behind the step chart's lines."""
+    if not window:
+        return []
+    a, b = x(window[0]), x(window[1])
+    pad = 6 if a == b else 0  # one step: a visible sliver, not a zero-width rectangle
+    tip = f"averaged in the table: steps {window[0]}–{window[1]}" if window[0] != window[1] else f"step {window[0]}"
+    return [
+        (
+            f'<rect class="window" data-window="{window[0]}-{window[1]}" x="{min(a, b) - pad:.2f}" y="{y.p1:.2f}" '
+            f'width="{abs(b - a) + 2 * pad:.2f}" height="{y.p0 - y.p1:.2f}" fill="#8a93a0" fill-opacity="0.12">'
+            f"<title>{escape(tip)}</title></rect>"
+        ),
+        f'<text class="tick window-label" x="{min(a, b) - pad + 3:.1f}" y="{y.p0 - 5:.1f}">averaged</text>',
+    ]
+
+
+def step_chart(run_series: dict, width: int = 420, height: int = 280, label: str = "") -> Markup:
+    """One run's score at each checkpoint step: per length, plus the average (the AnchorAttention
+    paper's Figure 4), the steps the table averages shaded."""
     steps = sorted({st for line in run_series["lines"] for st, _ in line["points"]})
     values = [v for line in run_series["lines"] for _, v in line["points"]]
     labels = ["Avg"] + [line["label"] for line in run_series["lines"]]
@@ -240,11 +289,49 @@ def step_chart(run_series: dict, width: int = 420, height: int = 280) -> Markup:
         nice_ticks(lo, hi),
         width,
         height,
-        f"{run_series['run']}: score vs checkpoint step",
+        f"{run_series['run']}: {label + ' ' if label else ''}score vs checkpoint step",
         "training step",
         "score",
         None,
         "by-step",
+        underlay=_window_span(run_series.get("window"), x, y),
+    )
+
+
+def eff_step_chart(eff: dict, width: int = 420, height: int = 240, label: str = "") -> Markup:
+    """One run's effective length at each checkpoint step (leaderboards.series `eff_by_step`): the
+    y axis is the evaluated lengths, evenly spaced, with "below the first length" under them."""
+    lengths = eff["lengths"]
+    rungs = ["< " + format_length(lengths[0])] + [format_length(L) for L in lengths]
+
+    def rung(value: int | None) -> int:
+        return 0 if value is None else lengths.index(value) + 1
+
+    steps = [st for st, _ in eff["points"]]
+    left, right, bottom = 56, 12, 38
+    top = _top(1, ["effective length"], width, left, right)
+    height = max(height, top + 150)
+    x = Axis(steps[0], steps[-1], left + 10, width - right - 10)
+    y = Axis(0, len(lengths), height - bottom, top)
+    points = [
+        (st, rung(v), f"{eff['run']} · step {st}: effective length {format_length(v) if v else rungs[0]}")
+        for st, v in eff["points"]
+    ]
+    return _chart(
+        [{"label": f"effective length (threshold {eff['threshold']:g})", "color": "#0072B2", "points": points}],
+        x,
+        y,
+        steps,
+        str,
+        list(range(len(rungs))),
+        width,
+        height,
+        f"{eff['run']}: {label + ' ' if label else ''}effective length vs step",
+        "training step",
+        "length",
+        None,
+        "eff-by-step",
+        y_label_fn=lambda v: rungs[int(v)],
     )
 
 

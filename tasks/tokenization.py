@@ -27,14 +27,11 @@ _PASS_TOKENIZER = "pass --tokenizer with a local tokenizer directory or a reacha
 
 def load_tokenizer(name_or_path: str, fix: str = _PASS_TOKENIZER):
     """A Hugging Face tokenizer from a local directory or, when online, a hub name. `fix` ends the
-    error message: commands without a --tokenizer flag (eval) name their own remedy."""
+    error message: commands without a --tokenizer flag (eval) name their own remedy. A model file
+    (a .gguf file, a packaged model name) holds its own tokenizer: harness.sources.model_tokenizer
+    reads those, then falls back to this."""
     from transformers import AutoTokenizer
 
-    from harness.sources import model_file_source
-
-    model_file = model_file_source(name_or_path)  # a .gguf file or a packaged model name: its own tokenizer
-    if model_file is not None:
-        return model_file.load_tokenizer()
     local = os.path.isdir(name_or_path)
     if not local and (
         os.sep in name_or_path and not name_or_path.count("/") == 1 or name_or_path.startswith((".", "~"))

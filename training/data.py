@@ -273,7 +273,7 @@ def load_documents(
 def _main() -> None:
     import argparse
 
-    from tasks.tokenization import load_tokenizer
+    from harness.sources import model_tokenizer
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("source")
@@ -282,7 +282,7 @@ def _main() -> None:
     ap.add_argument("--domain-field")
     ap.add_argument("--limit", type=int)
     args = ap.parse_args()
-    tok = load_tokenizer(args.tokenizer)
+    tok = model_tokenizer(args.tokenizer)
     n = t = 0
     for doc in load_documents(
         args.source, tok, text_field=args.text_field, domain_field=args.domain_field, limit=args.limit

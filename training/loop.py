@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -307,21 +307,25 @@ def train(
     progress: bool = True,
     stop_after: int | None = None,
     grad_hook: Callable | None = None,
+    log_to: str | Sequence[str] | None = None,
 ) -> dict:
     """Run (or resume) the job; returns {"steps", "losses", "checkpoints", "resumed_from", "last_loss"}.
 
     `dist` is a training.distributed.DistContext (None: one process). `stop_after` ends the run
     after that step as if killed, and `grad_hook(step, model)` sees the reduced gradients before
     clipping (tests use both: resume, and equality of gradients across process layouts).
-    Rank 0 holds the run directory's lock (training.runlock) for the whole run.
+    Rank 0 holds the run directory's lock (training.runlock) for the whole run. `log_to` names the
+    dashboard sinks beside log.jsonl ("tensorboard", "wandb"; training.logging), checked before anything loads.
     """
     import torch
     from transformers.utils import logging as hf_logging
 
     from training.distributed import SingleProcess
+    from training.logging import parse_log_to
     from training.runlock import RunLock
 
     _validate(job)
+    sinks = parse_log_to(log_to)
     ctx = dist if dist is not None else SingleProcess(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
     lock = RunLock(job.out) if ctx.rank == 0 else None
     # Our bar is the run's progress; transformers' weight-loading/saving bars would break it up.
@@ -330,7 +334,9 @@ def train(
     try:
         if lock is not None:
             lock.acquire()
-        return _train(job, pipeline=pipeline, ctx=ctx, progress=progress, stop_after=stop_after, grad_hook=grad_hook)
+        return _train(
+            job, pipeline=pipeline, ctx=ctx, progress=progress, stop_after=stop_after, grad_hook=grad_hook, sinks=sinks
+        )
     finally:
         if lock is not None:
             lock.release()
@@ -472,7 +478,7 @@ class _Stepper:
         }
 
 
-def _train(job: TrainJob, *, pipeline, ctx, progress, stop_after, grad_hook) -> dict:
+def _train(job: TrainJob, *, pipeline, ctx, progress, stop_after, grad_hook, sinks=("jsonl",)) -> dict:
     import torch
 
     from training import checkpointing as ck
@@ -543,7 +549,15 @@ def _train(job: TrainJob, *, pipeline, ctx, progress, stop_after, grad_hook) -> 
     stream = WindowStream(pipeline.windows, stream_pos["epoch"], stream_pos["index"])
     autocast = torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=job.model.dtype == "bf16")
     stepper = _Stepper(job, ctx, pipeline, model, optimizer, scheduler, kernel, autocast)
-    log = StepLog(run_dir, total_steps=total, start_step=start_step, enabled=is_main, progress=progress)
+    log = StepLog(
+        run_dir,
+        total_steps=total,
+        start_step=start_step,
+        enabled=is_main,
+        progress=progress,
+        sinks=sinks,
+        config=job.to_json(),
+    )
     losses: list[float] = []
     step = start_step
     stopped_early = False

@@ -155,7 +155,7 @@ def build_mixture(docs: Iterable, config: MixtureConfig) -> tuple[list, MixtureR
 def _main() -> None:
     import argparse
 
-    from tasks.tokenization import load_tokenizer
+    from harness.sources import model_tokenizer
     from training.data import load_documents
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -167,7 +167,7 @@ def _main() -> None:
     ap.add_argument("--long-threshold", type=int, default=DEFAULT_LONG_THRESHOLD)
     ap.add_argument("--long-weight", type=float, default=DEFAULT_LONG_WEIGHT)
     args = ap.parse_args()
-    docs = load_documents(args.source, load_tokenizer(args.tokenizer), source_field=args.source_field)
+    docs = load_documents(args.source, model_tokenizer(args.tokenizer), source_field=args.source_field)
     config = MixtureConfig(
         args.total_tokens, parse_shares(args.shares) if args.shares else None, args.long_threshold, args.long_weight
     )

@@ -173,7 +173,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.demo import config_from_args, run_demo
-    from harness.errors import require_above, require_at_least
+    from harness.validate import require_above, require_at_least
 
     # The int flags are checked with the rest of the config in harness.demo.validate.
     require_at_least((("--seed", args.seed, 0),))

@@ -16,9 +16,9 @@ import argparse
 import pickle
 import re
 
-from harness.errors import UserError, require_at_most
+from harness.errors import UserError
 from harness.pickled import refused_load
-from harness.validate import MAX_COUNT
+from harness.validate import MAX_COUNT, require_at_most
 
 # Largest position (shift, delta2, sequence length) the diagnostic takes: 1M, the longest RULER length.
 MAX_POSITION = 1024 * 1024
@@ -211,19 +211,26 @@ def _run_rope(args) -> int:
         raise UserError(f"--dtypes: {exc}") from None
     if not dtypes:
         raise UserError("--dtypes is empty: pass e.g. bf16,fp32")
-    from harness.sources import model_file_source
+    from harness.sources import check_same_tokenizer, model_file_source, source_for
 
-    model_files = {}
+    model_files, checked = {}, []
     for path in args.ckpt:
         src = model_file_source(path)  # a .gguf file or a packaged model name
         if src is not None:
             src.check("hf")
             model_files[path] = src
+            checked.append(src)
         elif not os.path.isdir(path):
             raise UserError(
                 f"checkpoint {path!r} is not a directory: pass save_pretrained directories, .gguf files "
                 "or packaged model names to --ckpt"
             )
+        else:  # a folder: its config (a text where a number goes), tokenizer and weights, before any work
+            folder = source_for(path)
+            folder.check("hf")
+            checked.append(folder)
+    # One token sample set feeds every checkpoint: another vocabulary would index past its embedding.
+    check_same_tokenizer(checked)
     if not args.no_plots:
         from harness.diagnose.report import require_matplotlib
 
@@ -233,7 +240,7 @@ def _run_rope(args) -> int:
     from harness.diagnose.report import write_report
     from harness.diagnose.rope import measure
     from harness.diagnose.text import token_samples
-    from tasks.tokenization import load_tokenizer
+    from harness.sources import model_tokenizer
 
     device = _device(args.device)
     check_kernel(settings.kernel, device)
@@ -241,7 +248,7 @@ def _run_rope(args) -> int:
     tokenizer = (
         first.load_tokenizer()
         if first is not None and not args.tokenizer
-        else load_tokenizer(args.tokenizer or args.ckpt[0])
+        else model_tokenizer(args.tokenizer or args.ckpt[0])
     )
     samples = token_samples(tokenizer, args.text, args.num_samples, settings.needed_length())
 

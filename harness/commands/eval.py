@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from harness.errors import UserError, require_above, require_at_least
+from harness.errors import UserError
+from harness.validate import require_above, require_at_least
 
 HELP = (
     "evaluate checkpoints (transformers, vLLM) or a served model (OpenAI-compatible API) on suites x lengths, "

@@ -45,15 +45,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from harness.atomic import atomic_write
     from harness.embedded import default_tokenizer_dir
-    from harness.errors import TaskUnavailable, UserError, require_at_least, require_at_most
+    from harness.errors import TaskUnavailable, UserError
     from harness.paths import check_out
     from harness.progress import progress_bar
-    from harness.validate import MAX_COUNT
+    from harness.sources import model_tokenizer
+    from harness.validate import MAX_COUNT, require_at_least, require_at_most
     from tasks import data_sources
     from tasks.generate import DEFAULT_SEED, generate_samples
     from tasks.lengths import format_length, parse_lengths
     from tasks.registry import get_task, resolve_tasks, split_csv
-    from tasks.tokenization import load_generation_tokenizer
 
     require_at_least((("--samples", args.samples, 1), ("--seed", args.seed, 0)))
     require_at_most((("--samples", args.samples, MAX_COUNT),))
@@ -62,7 +62,7 @@ def run(args) -> int:
     lengths = parse_lengths(args.lengths)
     names = resolve_tasks(args.suite, split_csv(args.tasks), split_csv(args.exclude))
     seed = DEFAULT_SEED if args.seed is None else args.seed
-    tokenizer = load_generation_tokenizer(args.tokenizer or str(default_tokenizer_dir()))
+    tokenizer = model_tokenizer(args.tokenizer or str(default_tokenizer_dir()), light=True)
     # 'none' disables the cache, as in `harness eval` (never a directory called "none")
     cache_dir: Path | Literal[False] | None = (
         False if args.cache_dir == "none" else (Path(args.cache_dir) if args.cache_dir else None)

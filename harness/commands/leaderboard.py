@@ -4,7 +4,9 @@
 
 RESULTS are results.json files (docs/contracts.md) or run directories holding one; each run is a
 row. Writes DIR/index.html, leaderboard.csv, leaderboard.json and leaderboard.md and prints their
-paths. With --baseline, leaderboard-delta.{csv,md} hold the delta view too. Paths on the page are
+paths, and leaderboard.tex (a booktabs table, docs/exports.md). With --baseline,
+leaderboard-delta.{csv,md} hold the delta view too. --figures FIGDIR writes the page's charts as
+SVG/PDF/PNG files (outside DIR's managed files; PDF/PNG need the `plots` extra). Paths on the page are
 shown relative to the folder that holds DIR; --rope-diagnostic adds the RoPE-under-bf16 section.
 The files change all or none (harness.atomic.publish_files): each DIR/<file> is a relative symlink
 into the current generation under DIR/.generations/, and one rename switches every file at once.
@@ -13,6 +15,7 @@ into the current generation under DIR/.generations/, and one rename switches eve
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 # Every file a leaderboard may write (the delta ones only with --baseline).
 FILES = (
@@ -20,6 +23,7 @@ FILES = (
     "leaderboard.csv",
     "leaderboard.json",
     "leaderboard.md",
+    "leaderboard.tex",
     "leaderboard-delta.csv",
     "leaderboard-delta.md",
 )
@@ -46,13 +50,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="a rope_diagnostic.json (harness diagnose rope, harness demo) to show as the page's RoPE section",
     )
+    parser.add_argument(
+        "--figures", metavar="FIGDIR", help="also write the charts as figure files (SVG, PDF, PNG) into FIGDIR"
+    )
+    parser.add_argument(
+        "--figure-formats", default="svg,pdf,png", metavar="LIST", help="comma-separated: svg, pdf, png (default all)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.errors import require_at_least
     from harness.paths import check_out, check_output_file
+    from harness.validate import require_at_least
     from leaderboards.build import build, load_runs
     from leaderboards.export import to_csv, to_json, to_markdown
+    from leaderboards.figures import parse_formats
+    from leaderboards.latex import to_latex
     from leaderboards.render import render_html
 
     require_at_least((("--threshold", args.threshold, 0),))  # above 100: build() says so
@@ -61,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     out = check_out(args.out)
     for name in FILES:
         check_output_file(out / name)
+    formats = parse_formats(args.figure_formats)  # a bad list fails before anything is written
     rope = load_rope_diagnostic(args.rope_diagnostic) if args.rope_diagnostic else None
     # Paths on the page count from the folder that holds the page's folder (harness demo: its --out).
     board = build(
@@ -76,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         "leaderboard.csv": to_csv(board),
         "leaderboard.json": to_json(board),
         "leaderboard.md": to_markdown(board),
+        "leaderboard.tex": to_latex(board),
     }
     if board["baseline"]:
         files["leaderboard-delta.csv"] = to_csv(board, "delta")
@@ -86,4 +100,9 @@ def run(args: argparse.Namespace) -> int:
     publish_files(out, files, managed=FILES)
     for name in files:
         print(out / name)
+    if args.figures:
+        from leaderboards.figures import write_figures
+
+        for path in write_figures(board, Path(args.figures), formats):
+            print(path)
     return 0

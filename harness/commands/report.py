@@ -8,12 +8,17 @@ A results.json is printed as aggregated; --threshold recomputes the effective le
 per-length averages. A samples.jsonl (or a run directory without results.json, e.g. a run that
 was killed) is re-aggregated from its records; it does not know which tasks were excluded, so the
 suite's other tasks show as unavailable.
+
+Paper exports (docs/exports.md): --format latex prints a booktabs table of the runs (one row
+each; --interval pm|range|none, --baseline NAME adds the significance mark), and --figures DIR
+writes the charts as SVG/PDF/PNG (--figure-formats; PDF/PNG need the `plots` extra).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from harness.errors import UserError
@@ -30,6 +35,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--threshold", type=float, default=None, help="effective-length threshold (default: the one stored, else 85.6)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "latex"),
+        default="text",
+        help="text: the terminal table (default); latex: a booktabs table, one row per run",
+    )
+    parser.add_argument(
+        "--interval",
+        choices=("pm", "range", "none"),
+        default="pm",
+        help="LaTeX cells: mean ± half-width of the 95%% interval (pm), mean [low, high] (range), or the mean alone",
+    )
+    parser.add_argument("--digits", type=int, default=1, help="decimals in the LaTeX table (default 1)")
+    parser.add_argument(
+        "--baseline", metavar="NAME", help="LaTeX: mark scores that differ from this run at 95%% (paired bootstrap)"
+    )
+    parser.add_argument(
+        "--figures", metavar="DIR", help="write the charts (score vs length, vs step, effective length) into DIR"
+    )
+    parser.add_argument(
+        "--figure-formats", default="svg,pdf,png", metavar="LIST", help="comma-separated: svg, pdf, png (default all)"
     )
 
 
@@ -71,12 +98,51 @@ def load_any(target: str, threshold: float | None) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.errors import require_at_least
     from harness.table import format_table
+    from harness.validate import require_at_least
 
     require_at_least((("--threshold", args.threshold, 0),))
     if args.threshold is not None and args.threshold > 100:
         raise UserError(f"--threshold {args.threshold} is above 100: scores are percentages (RULER uses 85.6)")
+    if args.digits < 0 or args.digits > 4:
+        raise UserError(f"--digits {args.digits}: choose 0 to 4")
+    board = _board(args) if args.figures or args.format == "latex" else {}
+    if args.figures:
+        from leaderboards.figures import parse_formats, write_figures
+
+        # On stderr: stdout stays the table, so `harness report R --format latex > table.tex` works.
+        for path in write_figures(board, Path(args.figures), parse_formats(args.figure_formats)):
+            print(f"wrote {path}", file=sys.stderr)
+    if args.format == "latex":
+        from leaderboards.latex import to_latex
+
+        print(to_latex(board, interval=args.interval, digits=args.digits), end="")
+        return 0
     tables = [format_table(load_any(target, args.threshold)) for target in args.results]
     print("\n\n".join(tables))
     return 0
+
+
+def _board(args: argparse.Namespace) -> dict:
+    """The leaderboard model of the given runs: what the LaTeX table and the figures render."""
+    from leaderboards.build import build
+
+    return build(board_runs(args.results, args.threshold), baseline=args.baseline, threshold=args.threshold)
+
+
+def board_runs(targets: list[str], threshold: float | None) -> list[dict]:
+    """The leaderboard's runs from what `report` reads (a results.json, a run directory or a store);
+    results naming the same run are merged by suite, as `harness leaderboard` does."""
+    from leaderboards.build import validate
+
+    runs: dict[str, dict] = {}
+    for target in targets:
+        data = validate(load_any(target, threshold), target)
+        name = data["run"]["name"]
+        have = runs.setdefault(name, {**data, "sources": [], "suites": {}})
+        clash = set(have["suites"]) & set(data["suites"])
+        if clash:
+            raise UserError(f"run {name!r} has suite {min(clash)!r} in two of the results given: pass one of them")
+        have["suites"].update(data["suites"])
+        have["sources"].append(str(target))
+    return list(runs.values())

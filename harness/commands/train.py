@@ -6,7 +6,8 @@
     accelerate launch -m harness train ...                           # same, launched by accelerate
 
 Writes RUN/ckpt-<step>/ (evaluable by `harness eval --ckpts RUN/ckpt-<A..B>`), RUN/state/ (resume:
-re-run the same command) and RUN/log.jsonl. See training/loop.py for the loss and resume rules.
+re-run the same command) and RUN/log.jsonl (with --log-to tensorboard,wandb also RUN/tensorboard/, RUN/wandb/).
+See training/loop.py for the loss and resume rules, training/logging.py for the logs.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.errors import UserError, require_above, require_at_least, require_at_most
-from harness.validate import MAX_COUNT, MAX_TOKENS, MAX_WORKERS
+from harness.errors import UserError
+from harness.validate import MAX_COUNT, MAX_TOKENS, MAX_WORKERS, require_above, require_at_least, require_at_most
 from training.config import DTYPES, KERNEL_CHOICES  # dataclasses only: keeps --help light
 from training.modes import INTERLEAVE_MODES, MODES  # no torch at import: keeps --help light
 
@@ -104,7 +105,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="fsdp",
         help="FSDP2 parameter sharding, or replicas with all-reduce",
     )
+    g = p.add_argument_group("logging")
     g.add_argument("--no-progress", action="store_true", help="no progress bar (the JSONL log is still written)")
+    g.add_argument(
+        "--log-to",
+        metavar="SINKS",
+        help="also log loss, tokens/s, lr and grad norm to tensorboard (RUN/tensorboard/) and/or wandb "
+        "(RUN/wandb/, offline without network or credentials), comma-separated; needs the extra of that name "
+        "(RUN/log.jsonl is always written; see docs/training-logs.md)",
+    )
 
 
 def job_from_args(args):
@@ -194,6 +203,9 @@ def job_from_args(args):
 
 
 def run(args) -> int:
+    from training.logging import parse_log_to
+
+    sinks = parse_log_to(args.log_to)  # an unknown sink or a missing package: one line, nothing loaded
     job = job_from_args(args)
     out = Path(job.out)
     if out.exists() and not out.is_dir():  # before any model or data is read
@@ -203,7 +215,7 @@ def run(args) -> int:
 
     dist = init_from_env(sp_size=args.sp, shard=args.shard)
     try:
-        summary = train(job, dist=dist, progress=not args.no_progress)
+        summary = train(job, dist=dist, progress=not args.no_progress, log_to=sinks)
     finally:
         if dist:
             dist.close()

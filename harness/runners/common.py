@@ -12,6 +12,11 @@ from pathlib import Path
 
 from harness.errors import UserError
 
+# The prefix engine's decode width (harness/runners/decode.py says why it is fixed), here in a module
+# without torch imports so that planning puts it in every record's settings (the hf runner's
+# record_settings) without importing torch, and the engine (harness/runners/prefix.py) defaults to it.
+DECODE_ROWS = 8
+
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "vocab.json")
 
 

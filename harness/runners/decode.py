@@ -1,7 +1,7 @@
 """Decoding several prompts together at a fixed width, each row on its own KV cache.
 
     from harness.runners.decode import DecodeRows
-    rows = DecodeRows(model, width=8, eos_id=2)     # the hf runner's width: hf.DECODE_ROWS
+    rows = DecodeRows(model, width=8, eos_id=2)     # the hf runner's width: common.DECODE_ROWS
     slot = rows.admit(prefix_cache, length, first_token, tag)   # after the prompt's prefill
     for row in rows.step(max_new): ...                           # one token per active row; the finished
 
@@ -26,7 +26,7 @@ the copy with half as much again and MEMORY_MARGIN to spare, the rows decoding f
 still cannot, the row takes the prefix cache's own buffers and the next prompt recomputes its prefix.
 Either way no output changes, only how much is reused.
 
-The width is a constant of the hf runner (harness/runners/hf.py's DECODE_ROWS), never measured at
+The width is a constant of the hf runner (DECODE_ROWS, harness/runners/common.py), never measured at
 run time: a machine under load must not pick another arithmetic. 8 was measured best of 1-16 on
 SmolLM2-135M bf16 on CPU (`benchmarks/decode_width.py`, benchmarks/RESULTS.md "Decode width").
 """
@@ -105,8 +105,8 @@ class RowsCache:
 
 def rows_attention(query: torch.Tensor, keys: list, values: list, scaling) -> torch.Tensor:
     """One decoding step of W rows: row r's query [1, H, 1, D] against its own keys alone, through the
-    call that decodes one row by itself (prefix.decode_attention). Filler rows give zeros."""
-    from harness.runners.prefix import decode_attention
+    call that decodes one row by itself (kvcache.decode_attention). Filler rows give zeros."""
+    from harness.runners.kvcache import decode_attention
 
     out = query.new_zeros(query.shape)
     for r, (key, value) in enumerate(zip(keys, values)):
@@ -122,7 +122,7 @@ class DecodeRows:
         from harness.runners.common import stop_token_ids
 
         self.model = model
-        self.head_major = head_major  # rows' caches as prefix.RowLayer (False: as the prefix cache)
+        self.head_major = head_major  # rows' caches as kvcache.RowLayer (False: as the prefix cache)
         self.width = width
         self.stop_ids = frozenset(stop_token_ids(eos_id))  # eos_id: an id, several, or None
         self.slots: list[_Row | None] = [None] * width
@@ -162,12 +162,12 @@ class DecodeRows:
     ) -> None:
         """A prompt whose prefill left its keys and values in cache[:length] and chose `first` goes into
         a free slot, to be decoded from `first` on, with space for `room` more tokens. Its row gets its own
-        copy of them, head-major (prefix.RowLayer: the layout changes no bit, only speed); `take`: the row
+        copy of them, head-major (kvcache.RowLayer: the layout changes no bit, only speed); `take`: the row
         takes the cache's buffers themselves (no copy; the cache must not be used again). `stop_ids`: the
         row's own stop ids (default: the model's); `min_new`: stop ids are masked until it has that many tokens."""
         import time
 
-        from harness.runners.prefix import GrowingLayer, RowLayer
+        from harness.runners.kvcache import GrowingLayer, RowLayer
 
         t0 = time.perf_counter()
         slot = self.slots.index(None)

@@ -43,6 +43,7 @@ from harness.errors import UserError
 from harness.pickled import refused_load
 from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
 from harness.runners.common import (
+    DECODE_ROWS,
     check_tokenizer_present,
     context_length,
     cpu_threads_hint,
@@ -69,11 +70,6 @@ _DTYPES = {
     "float32": "float32",
     "fp32": "float32",
 }
-
-
-# The prefix engine's decode width (harness/runners/decode.py says why it is fixed), here in a module
-# without torch imports so that planning puts it in every record's settings without importing torch.
-DECODE_ROWS = 8
 
 
 @register_runner("hf", help="transformers in this process (default)", record_settings={"decode_rows": DECODE_ROWS})

@@ -23,7 +23,7 @@ the part of a shared prefix past its last full chunk, is recomputed.
 
 The KV cache is one growing buffer per layer, stored [batch, seq, heads, dim] so that the prefix
 [:, :n] a chunk attends to has the same strides whatever the buffer's capacity; cutting it back is
-setting a length (a decoding row's copy is head-major instead: RowLayer says why). No mask is built:
+setting a length (a decoding row's copy is head-major instead: kvcache.RowLayer says why). No mask is built:
 the attention function registered here (`harness_prefix`) attends a chunk to the cached prefix
 without a mask and to itself causally, and merges the two by their log-sum-exp on CPU (lower-right
 causal attention elsewhere).
@@ -44,7 +44,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from transformers import AttentionInterface
-from transformers.cache_utils import Cache, CacheLayerMixin, DynamicCache, DynamicLayer
+from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
+
+from harness.runners.kvcache import GrowingLayer, decode_attention
 
 ATTENTION = "harness_prefix"
 # The prefill grid, in tokens. A fixed constant per device kind, never tuned per run: the grid shapes
@@ -63,91 +65,6 @@ def chunk_for(device: str | torch.device) -> int:
 
 
 # -- KV cache --------------------------------------------------------------------------------
-class GrowingLayer(CacheLayerMixin):
-    """One layer's keys and values in a preallocated buffer that grows by doubling; `truncate`
-    cuts it back to a prefix in O(1). Stored [batch, seq, heads, dim] (see the module docstring)."""
-
-    is_sliding = False
-    is_croppable = True
-    head_major = False  # RowLayer: [batch, heads, seq, dim]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.length = 0
-        self._k: torch.Tensor | None = None
-        self._v: torch.Tensor | None = None
-
-    @property
-    def _seq_dim(self) -> int:
-        return 2 if self.head_major else 1
-
-    def _stored(self, x: torch.Tensor) -> torch.Tensor:
-        """[batch, heads, seq, dim] as stored, and back (the swap is its own inverse)."""
-        return x if self.head_major else x.transpose(1, 2)
-
-    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        self.dtype, self.device = key_states.dtype, key_states.device
-        self.is_initialized = True
-
-    def reserve(self, need: int, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        dim = self._seq_dim
-        cap = 0 if self._k is None else self._k.shape[dim]
-        if need <= cap:
-            return
-        cap = max(need, 2 * cap, 512)
-
-        def buffer(states: torch.Tensor, old: torch.Tensor | None) -> torch.Tensor:
-            shape = list(self._stored(states).shape)
-            shape[dim] = cap
-            new = states.new_empty(shape)
-            if self.length and old is not None:
-                new.narrow(dim, 0, self.length).copy_(old.narrow(dim, 0, self.length))
-            return new
-
-        self._k, self._v = buffer(key_states, self._k), buffer(value_states, self._v)
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-        dim, new = self._seq_dim, key_states.shape[-2]
-        self.reserve(self.length + new, key_states, value_states)
-        assert self._k is not None and self._v is not None
-        self._k.narrow(dim, self.length, new).copy_(self._stored(key_states))
-        self._v.narrow(dim, self.length, new).copy_(self._stored(value_states))
-        self.length += new
-        self.keys = self._stored(self._k.narrow(dim, 0, self.length))
-        self.values = self._stored(self._v.narrow(dim, 0, self.length))
-        return self.keys, self.values
-
-    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        return self.length + query_length, 0
-
-    def get_seq_length(self) -> int:
-        return self.length
-
-    def get_max_length(self) -> int:
-        return -1
-
-    def truncate(self, length: int) -> None:
-        self.length = min(self.length, length)
-
-    def crop(self, tokens_to_remove: int) -> None:
-        self.truncate(self.length - abs(tokens_to_remove) if tokens_to_remove < 0 else tokens_to_remove)
-
-    def reset(self) -> None:
-        self.length = 0
-
-
-class RowLayer(GrowingLayer):
-    """A decoding row's keys and values, stored head-major ([batch, heads, seq, dim]): each head's keys
-    are one contiguous run. A decoding step streams every row's whole cache from memory, and SDPA reads
-    a contiguous head at about twice the speed of one strided across heads (measured on CPU at 3.9K
-    keys, caches too large for the CPU caches: 0.75 against 1.56 ms a call, benchmarks/decode_width.py).
-    The layout changes no value: SDPA's result is bit-identical for either (tests/eval_run/test_decode_rows.py)."""
-
-    head_major = True
-
-
 class PrefixCache(Cache):
     def __init__(self) -> None:
         super().__init__(layer_class_to_replicate=GrowingLayer)
@@ -197,16 +114,6 @@ def _no_cudnn_attention(device: torch.device):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
-
-
-def decode_attention(query, key, value, scaling):
-    """One decoding step of one row: [1, H, 1, D] against [1, Hkv, kv, D], every key. The query heads
-    of a key/value group go in as that group's query rows (measured 6x faster than enable_gqa on CPU
-    at 4K, no key copied). Rows decoding together (harness/runners/decode.py) call this same function."""
-    b, h, _, d = query.shape
-    hk = key.shape[1]
-    out = F.scaled_dot_product_attention(query.reshape(b, hk, h // hk, d), key, value, scale=scaling)
-    return out.reshape(b, h, 1, -1)
 
 
 def prefix_attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, **kwargs):
@@ -308,8 +215,7 @@ def chunk_users(prompts: Sequence[Sequence[int]], order: list[int], reused: list
 
 class PrefixEngine:
     def __init__(self, model, eos_id, chunk: int, reuse: bool = True, rows: int | None = None):
-        from harness.runners.common import stop_token_ids
-        from harness.runners.hf import DECODE_ROWS
+        from harness.runners.common import DECODE_ROWS, stop_token_ids
 
         self.model = model
         self.rows = rows or DECODE_ROWS  # the decode width (harness/runners/decode.py)

@@ -16,9 +16,11 @@ from harness.sources.base import (
     kinds,
     load_target,
     model_file_source,
+    model_tokenizer,
     register_kind,
     resolve_sources,
     run_model,
+    select_checkpoints,
     select_sources,
     source_for,
 )
@@ -31,9 +33,11 @@ __all__ = [
     "kinds",
     "load_target",
     "model_file_source",
+    "model_tokenizer",
     "register_kind",
     "resolve_sources",
     "run_model",
+    "select_checkpoints",
     "select_sources",
     "source_for",
 ]

@@ -158,11 +158,12 @@ def kinds() -> list[type[ModelSource]]:
     """Every registered kind, in the order they are asked."""
     global _discovered
     if not _discovered:
-        import harness.sources as pkg
-
-        for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        # This package's modules, found beside this file (the package itself is not imported here:
+        # its __init__ imports this module).
+        package = __name__.rpartition(".")[0]
+        for info in sorted(pkgutil.iter_modules([os.path.dirname(__file__)]), key=lambda m: m.name):
             if info.name not in _NOT_KINDS and not info.name.startswith("_"):
-                importlib.import_module(f"{pkg.__name__}.{info.name}")
+                importlib.import_module(f"{package}.{info.name}")
         _discovered = True
     return sorted(_KINDS.values(), key=lambda k: (k.priority, k.kind))
 
@@ -190,9 +191,12 @@ def _expand(item: str) -> list[ModelSource]:
 
 
 def vanished(source) -> bool:
-    """Whether a local checkpoint folder (a source, or a Checkpoint) is gone since it was matched."""
+    """Whether a local checkpoint (a folder or a GGUF file; a source, or a Checkpoint) is gone since
+    it was matched."""
     ck = getattr(source, "checkpoint", source)
-    return bool(ck.local) and not os.path.isdir(ck.path)
+    if not ck.local or ck.kind not in ("checkpoint", "gguf"):  # a name another kind resolves: never "gone"
+        return False
+    return not os.path.exists(ck.path)
 
 
 def warn_vanished(path: str) -> None:
@@ -233,24 +237,24 @@ def select_sources(spec: str, last: int | None = None) -> list[ModelSource]:
             c = src.checkpoint
             key = os.path.realpath(c.path) if c.local else f"{src.kind}:{c.path}"
             found.setdefault(key, src)
-    sources, skipped = [], 0
+    sources, incomplete = [], []
     for src in found.values():
         why = src.incomplete()
         if why is not None:  # a training run stopped while writing it: evaluating it would abort or mislead
-            print(
-                f"warning: skipping incomplete checkpoint {src.checkpoint.path} ({why}): "
-                "re-run its training command to rewrite it, or delete it",
-                file=sys.stderr,
-            )
-            skipped += 1
+            incomplete.append(f"{src.checkpoint.path} ({why})")
         else:
             sources.append(src)
-    if not sources and not skipped:  # every match deleted before it was read
+    if not sources and not incomplete:  # every match deleted before it was read
         still_there([], spec)
-    if not sources:
+    if not sources:  # the error alone, one line: the skipped ones are what it says
         raise UserError(
-            f"every checkpoint matching {spec!r} is incomplete ({skipped} skipped): "
+            f"every checkpoint matching {spec!r} is incomplete ({len(incomplete)} skipped, e.g. {incomplete[0]}): "
             "re-run the training command to rewrite them, or pass other checkpoints"
+        )
+    for what in incomplete:  # some remain: each one skipped is said, and the run goes on
+        print(
+            f"warning: skipping incomplete checkpoint {what}: re-run its training command to rewrite it, or delete it",
+            file=sys.stderr,
         )
     sources.sort(key=lambda s: (s.checkpoint.step is not None, s.checkpoint.step or 0, s.checkpoint.path))
     if last is not None:
@@ -294,6 +298,24 @@ def model_file_source(item: str) -> ModelSource | None:
         if kind.kind != "checkpoint" and kind.claims(item):
             return source_for(item)
     return None
+
+
+def model_tokenizer(name_or_path: str, light: bool = False):
+    """The tokenizer of a model argument (demo --model, diagnose --tokenizer, generate --tokenizer, a
+    served model's): a model file's own (a .gguf file or a packaged model name), else
+    tasks.tokenization's for a directory or hub name (`light`: `load_generation_tokenizer`'s)."""
+    model_file = model_file_source(name_or_path)  # a .gguf file or a packaged model name: its own tokenizer
+    if model_file is not None:
+        return model_file.load_tokenizer()
+    from tasks.tokenization import load_generation_tokenizer, load_tokenizer
+
+    return load_generation_tokenizer(name_or_path) if light else load_tokenizer(name_or_path)
+
+
+def select_checkpoints(spec: str, last: int | None = None) -> list[Checkpoint]:
+    """Resolve --ckpts/--last to checkpoints sorted by step (every kind of model source:
+    select_sources). UserError on any bad input."""
+    return [s.checkpoint for s in select_sources(spec, last)]
 
 
 def check_same_tokenizer(sources: list[ModelSource]) -> None:

@@ -94,9 +94,10 @@ class ServedSource(ModelSource):
         if not ctx:
             raise UserError(f"{ep.base}/models does not report the context of {cfg.model!r}: pass --max-model-len N")
         endpoint = {"base_url": ep.base, "model": info["id"], "root": info["root"], "served_max_model_len": served}
-        from tasks.tokenization import load_tokenizer, tokenizer_fingerprint
+        from harness.sources.base import model_tokenizer
+        from tasks.tokenization import tokenizer_fingerprint
 
-        tokenizer = load_tokenizer(cfg.tokenizer or cfg.model)
+        tokenizer = model_tokenizer(cfg.tokenizer or cfg.model)
         tok_fp = tokenizer_fingerprint(tokenizer)
         ident = hashlib.sha256(f"{endpoint['model']}\0{endpoint['root']}\0{tok_fp}".encode()).hexdigest()[:16]
         ck = Checkpoint(

@@ -27,7 +27,8 @@ from harness.errors import TaskUnavailable, UserError
 from tasks.base import Sample
 from tasks.helmet import data, metrics
 from tasks.helmet import prompts as P
-from tasks.helmet.tasks import SHOTS, HelmetTask, fit_count, hf_shuffle
+from tasks.helmet.draws import SHOTS, hf_shuffle
+from tasks.helmet.tasks import HelmetTask, fit_count
 from tasks.registry import register_task
 
 NLI_ENV = "HARNESS_ALCE_NLI"

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from harness.errors import UserError
 from tasks.base import Sample
-from tasks.helmet.tasks import hf_shuffle
+from tasks.helmet.draws import hf_shuffle
 from tasks.icl import data as icl_data
 
 USER = (

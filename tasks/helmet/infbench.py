@@ -20,8 +20,8 @@ from harness.errors import TaskUnavailable, UserError
 from tasks.base import Sample
 from tasks.helmet import data, metrics, reference
 from tasks.helmet import judge_prompts as JP
+from tasks.helmet.draws import SHOTS, hf_shuffle
 from tasks.helmet.judged import SUMM_JUDGE_TOKENS, HelmetContextTask, HelmetJudgedTask, _rows, summary_f1
-from tasks.helmet.tasks import SHOTS, hf_shuffle
 from tasks.registry import register_task
 
 QA_USER = (

@@ -34,7 +34,8 @@ from tasks.base import Sample
 from tasks.helmet import data, reference
 from tasks.helmet import judge_prompts as JP
 from tasks.helmet import prompts as P
-from tasks.helmet.tasks import SHOTS, HelmetTask, fit_count, hf_shuffle, question_seed
+from tasks.helmet.draws import SHOTS, hf_shuffle, question_seed
+from tasks.helmet.tasks import HelmetTask, fit_count
 from tasks.registry import register_task
 
 NARRATIVEQA_MIN_TOKENS = 131072  # load_narrativeqa: input_length > 131072 (Llama-2 tokens, BOS counted)

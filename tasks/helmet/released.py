@@ -17,7 +17,7 @@ from harness.errors import TaskUnavailable, UserError
 from tasks.base import Sample
 from tasks.helmet import data, reference
 from tasks.helmet import prompts as P
-from tasks.helmet.tasks import hf_shuffle
+from tasks.helmet.draws import hf_shuffle
 
 
 def _item(order: list[int], index: int, task: str) -> int:
@@ -149,7 +149,7 @@ def json_kv_sample(task, length: int, index: int, seed: int, tokenizer) -> Sampl
 
 
 def rag_sample(task, length: int, index: int, seed: int, tokenizer) -> Sample:
-    from tasks.helmet.tasks import _rag_data
+    from tasks.helmet.draws import _rag_data
 
     run = reference.run_for(task.name, length)
     test, demos, key, order, digest = _rag_data(task.dataset, str(data.data_dir()), seed, run.test, run.demo)
@@ -178,7 +178,7 @@ def rag_sample(task, length: int, index: int, seed: int, tokenizer) -> Sample:
 
 
 def rerank_sample(task, length: int, index: int, seed: int, tokenizer) -> Sample:
-    from tasks.helmet.tasks import _rerank_data, rerank_demo_text
+    from tasks.helmet.draws import _rerank_data, rerank_demo_text
 
     run = reference.run_for(task.name, length)
     test, demos, order, demo_filtered, picked, digest = _rerank_data(str(data.data_dir()), seed, run.test, run.demo)

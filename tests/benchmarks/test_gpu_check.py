@@ -96,7 +96,7 @@ def test_synthetic_runner_and_bad_section(capsys):
         assert f"row: runner | greedy outputs identical across 2 runs, L={length} | True | ok" in out
         assert f"row: runner | utilisation L={length} | prompt " in out and "of the bf16 matmul peak" in out
     # the decode width at the shortest length and the one nearest 32K (here 256): DECODE_ROWS vs one row
-    from harness.runners.hf import DECODE_ROWS
+    from harness.runners.common import DECODE_ROWS
 
     for length in (128, 256):
         line = next(

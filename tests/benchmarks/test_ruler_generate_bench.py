@@ -1,5 +1,5 @@
 """benchmarks/ruler_generate.py at its smallest: a row per task, landing gaps that obey the length
-rule, and the summary line (it is the script the README's generation-speed numbers come from).
+rule, and the summary line (it is the script docs/limitations.md's generation-speed numbers come from).
 
     OMP_NUM_THREADS=1 pytest -q tests/benchmarks/test_ruler_generate_bench.py
 """

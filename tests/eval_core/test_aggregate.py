@@ -42,7 +42,7 @@ def record(task, length, ckpt, index, score, suite="toy"):
         "index": index,
         "seed": 42,
         "dataset_hash": "h",
-        "prediction": "",
+        "prediction": "a prediction",
         "score": score,
         "metric": "m",
         "num_tokens": 1,

@@ -14,10 +14,10 @@ from harness.checkpoints import (
     check_same_tokenizer,
     fingerprint,
     run_name_default,
-    select_checkpoints,
     step_of,
 )
 from harness.errors import UserError
+from harness.sources import select_checkpoints
 
 
 def make_ckpt(path, value: float = 0.0, size: int = 16, training: dict | None = None):

@@ -104,7 +104,8 @@ def test_format_table_shows_dashes_never_zero():
     assert "A  " in out and "75.0 ±25.0" in out and "tasks 1/4" in out
     assert "excluded: C" in out and "unavailable: D (data not found: pass --d PATH)" in out
     row = next(line for line in out.splitlines() if line.startswith("A "))
-    assert row.split()[3:] == ["—", "—", "—", "—"] and " 0.0" not in out
+    # (its 95% interval reaches 100: the cell is marked at its ceiling)
+    assert row.split()[3] == "(ceiling)" and row.split()[4:] == ["—", "—", "—", "—"] and " 0.0" not in out
 
 
 def test_report_prints_results_json_and_run_dir(tmp_path, capsys):

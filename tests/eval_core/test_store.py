@@ -49,10 +49,10 @@ def test_header_append_resume_dedupe(tmp_path):
     assert store.append([rec(0), rec(1), rec(1)]) == 2  # duplicate inside a batch written once
     sid = settings_id({"backend": "hf"})
     assert store.done_keys() == {
-        ("fp1", "niah_single_1", 1, 4096, 0, 42, sid),
-        ("fp1", "niah_single_1", 1, 4096, 1, 42, sid),
+        ("fp1", "niah_single_1", 1, 4096, 0, 42, "h", sid),
+        ("fp1", "niah_single_1", 1, 4096, 1, 42, "h", sid),
     }
-    assert ResultStore.key(rec(3)) == ("fp1", "niah_single_1", 1, 4096, 3, 42, sid)
+    assert ResultStore.key(rec(3)) == ("fp1", "niah_single_1", 1, 4096, 3, 42, "h", sid)
 
     again = ResultStore(path)  # a re-run resumes from what is on disk
     assert again.done_keys() == store.done_keys()

@@ -95,7 +95,7 @@ def test_a_rows_logits_do_not_depend_on_its_neighbours_slot_or_their_number(gqa_
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_the_rows_cache_layout_changes_no_bit(gqa_llama_dir, dtype):
-    """Rows keep their caches head-major (prefix.RowLayer) for speed; laid out as the prefix cache
+    """Rows keep their caches head-major (kvcache.RowLayer) for speed; laid out as the prefix cache
     (seq-major, what a row that takes the prefix cache's buffers decodes from) every logit is the same.
     One prompt is longer than a kernel block (512 keys) and outgrows its first buffer while decoding."""
     model = _model(gqa_llama_dir, dtype)
@@ -110,7 +110,7 @@ def test_the_rows_cache_layout_changes_no_bit(gqa_llama_dir, dtype):
 
 
 def test_a_row_layer_holds_what_it_was_given_through_growth_and_truncation():
-    from harness.runners.prefix import GrowingLayer, RowLayer
+    from harness.runners.kvcache import GrowingLayer, RowLayer
 
     torch.manual_seed(0)
     row, ref = RowLayer(), GrowingLayer()

@@ -113,6 +113,6 @@ def test_aggregator_output_renders_with_brute_force_numbers(tmp_path, capsys):
     html = (out / "index.html").read_text()
     assert "tensor_parallel_size" in html  # provenance fields beyond the contract are shown too
     assert (
-        "anchor: score vs checkpoint step" in html and "hub: score vs checkpoint step" not in html
+        "anchor: RULER score vs checkpoint step" in html and "hub: RULER score vs checkpoint step" not in html
     )  # no steps, no Figure 4
     assert "0K" not in html and "0M" not in html  # length 0 (not length-controlled) is never labelled as a size

@@ -13,8 +13,9 @@ import json
 import pytest
 
 from harness.errors import UserError
-from leaderboards.build import build, path_label, row_identity, suite_label
+from leaderboards.build import build, row_identity
 from leaderboards.diagnostic import deviation, first_token_share, load_rope_diagnostic, rope_section
+from leaderboards.labels import path_label, suite_label
 
 from .conftest import STEPS, make_run, suite_from_raw
 

@@ -161,7 +161,8 @@ def test_cli_prints_paths(results_dir, tmp_path, capsys):
     out = tmp_path / "o"
     assert main(["leaderboard", str(results_dir["full"]), "--out", str(out)]) == 0
     printed = capsys.readouterr().out.split()
-    assert printed == [str(out / n) for n in ("index.html", "leaderboard.csv", "leaderboard.json", "leaderboard.md")]
+    names = ("index.html", "leaderboard.csv", "leaderboard.json", "leaderboard.md", "leaderboard.tex")
+    assert printed == [str(out / n) for n in names]
 
 
 @pytest.mark.parametrize(
@@ -201,7 +202,9 @@ def test_edge_cases_render(tmp_path):
     html = render_html(board)
     assert "<i>T</i>" not in html and "&lt;i&gt;T&lt;/i&gt;" in html
     doc = _Doc(html)
-    assert len(doc.find("svg")) == 1  # the length chart; no Figure 4 from a single checkpoint
+    # No chart: one length is a point, not a curve (leaderboards.series.chartable), and one
+    # checkpoint gives no Figure 4.
+    assert len(doc.find("svg")) == 0
     row = next(r for r in board["rows"] if r["run"] == "nothing-scored")
     assert all(c["value"] is None for k, c in row["cells"].items() if not k.endswith(("/tasks", "/eff")))
     assert row["cells"]["ruler/tasks"]["text"] == "0/13"

@@ -72,7 +72,7 @@ def test_length_chart_points_map_back_to_scores(board):
     for s in by_length:
         drawn = pts[s["run"]]
         assert len(drawn) == len(s["points"])
-        for (L, mean, _), (px, py, tip) in zip(s["points"], drawn):
+        for (L, mean, *_), (px, py, tip) in zip(s["points"], drawn):
             assert x.invert(px) == pytest.approx(L, rel=1e-3)
             assert y.invert(py) == pytest.approx(mean, abs=0.05)
             assert f"{mean:.2f}" in tip

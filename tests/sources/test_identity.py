@@ -35,7 +35,7 @@ def test_settings_id_covers_everything_but_the_neutral_fields():
     assert set(NEUTRAL_SETTINGS) == {"truncation"}
 
 
-def test_record_key_has_the_settings_id_last():
+def test_record_key_has_the_dataset_hash_then_the_settings_id_last():
     rec = {
         "checkpoint": {"fingerprint": "f"},
         "task": "t",
@@ -45,7 +45,10 @@ def test_record_key_has_the_settings_id_last():
         "seed": 42,
         "settings": {"dtype": "auto"},
     }
-    assert record_key(rec) == ("f", "t", "1", 1024, 0, 42, settings_id({"dtype": "auto"}))
+    # a record without a dataset hash (a task that reads no data) keys as ""
+    assert record_key(rec) == ("f", "t", "1", 1024, 0, 42, "", settings_id({"dtype": "auto"}))
+    # the data's hash is part of the identity: changed data is never answered by old records
+    assert record_key({**rec, "dataset_hash": "abc"}) != record_key({**rec, "dataset_hash": "abd"})
 
 
 def test_check_claims_refuses_a_provenance_its_records_contradict():

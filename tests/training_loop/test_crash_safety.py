@@ -56,7 +56,8 @@ def _leftovers(root: Path) -> list[str]:
 
 
 def _select(spec: str) -> list[int]:
-    from harness.checkpoints import check_same_tokenizer, select_checkpoints
+    from harness.checkpoints import check_same_tokenizer
+    from harness.sources import select_checkpoints
 
     ckpts = select_checkpoints(spec)
     check_same_tokenizer(ckpts)  # a half-deleted tokenizer used to surface as "different tokenizers"
@@ -173,8 +174,8 @@ def test_eval_selects_only_complete_checkpoints(tiny_llama_dir, run_job, tmp_pat
     assert sum(f"ckpt-5 ({IN_PROGRESS_FILE}" in line for line in err) == 1
     # A plain Hugging Face model directory (no training metadata) stays selectable.
     assert _select(str(tiny_llama_dir)) == [None]
-    from harness.checkpoints import select_checkpoints
     from harness.errors import UserError
+    from harness.sources import select_checkpoints
 
     with pytest.raises(UserError, match="incomplete"):
         select_checkpoints(f"{run}/ckpt-<3..7>")

@@ -164,7 +164,7 @@ def test_checkpoints_written_once_and_loadable(tiny_llama_dir, run_job, tmp_path
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from harness.checkpoints import select_checkpoints
+    from harness.sources import select_checkpoints
     from training import checkpointing
 
     calls = []
