@@ -23,6 +23,10 @@ def _records(out):
 
 
 def test_changed_essays_are_recomputed_and_never_mixed(ckpt_series, tmp_path, monkeypatch):
+    # --essays sets HARNESS_ESSAYS in this process: setenv first so monkeypatch restores it (unset)
+    # afterwards, or every later essay task of the session would read this tiny corpus
+    monkeypatch.setenv("HARNESS_ESSAYS", "unset")
+    monkeypatch.delenv("HARNESS_ESSAYS")
     essays = tmp_path / "essays"
     essays.mkdir()
     (essays / "a.txt").write_text(ESSAY)
