@@ -217,7 +217,7 @@ def _check_tokenizer(cfg, s: _Setup, probe_server: bool = True) -> list[Check]:
         added = "adds" if tok.bos_token_id is not None and ids and ids[0] == tok.bos_token_id else "adds no"
         out.append(Check("tokenizer bos", PASS, f"the tokenizer {added} BOS, as the model's config says"))
     vocab = s.config.get("vocab_size")
-    base = getattr(tok, "vocab_size", len(tok))  # without added tokens
+    base = _base_vocab(tok) or len(tok)  # without added tokens
     if isinstance(vocab, int) and base > vocab:
         out.append(
             Check(
@@ -395,19 +395,61 @@ def run_checks(cfg, canaries: int = 4) -> list[Check]:
     return checks
 
 
-# Failures that `harness eval` would otherwise meet only as a table of zeros (the rest it reports
-# itself, with its own message, when it plans the run). The served token counts are the doctor's
-# alone: eval sends a server nothing but its own requests.
-_PREFLIGHT = {"tokenizer eos", "vocabulary"}
+def _base_vocab(tok) -> int | None:
+    """Tokens of the tokenizer's own vocabulary, added tokens left out (a light or a full tokenizer)."""
+    backend = getattr(tok, "backend_tokenizer", None)
+    if backend is not None:
+        return int(backend.get_vocab_size(with_added_tokens=False))
+    size = getattr(tok, "vocab_size", None)
+    return size if isinstance(size, int) else None
 
 
 def preflight(cfg) -> None:
-    """The cheap checks before `harness eval` loads anything else: a FAIL stops the run (exit 2)
-    unless --no-doctor; the failures eval reports itself are left to it."""
-    checks, _ = cheap_checks(cfg, probe_server=False)
-    failed = [c for c in checks if c.status == FAIL and c.name in _PREFLIGHT]
+    """The cheap checks before `harness eval` loads anything else, those whose failure eval would
+    otherwise meet only as a table of zeros (no EOS, a vocabulary past the embedding): a FAIL stops
+    the run (exit 2) unless --no-doctor. The served token counts are the doctor's alone (eval sends a
+    server nothing but its own requests). Light on purpose (the generation tokenizer and config.json only, so a re-run
+    with nothing to compute still never imports transformers); the failures eval reports itself
+    (model files, context, chat template) are left to it."""
+    from harness.sources import resolve_sources
+
+    try:
+        sources = resolve_sources(cfg)
+        tok = sources[0].load_tokenizer(light=True)
+    except UserError:
+        return  # planning says what is wrong, in its own words
+    config = _config_json(sources[0])
+    failed = []
+    if tok.eos_token_id is None:
+        failed.append(
+            "tokenizer eos: the tokenizer has no EOS token: generation never stops before max new tokens; "
+            "use the model's own tokenizer"
+        )
+    vocab, base = config.get("vocab_size"), _base_vocab(tok)
+    if isinstance(vocab, int) and base is not None and base > vocab:
+        failed.append(
+            f"vocabulary: the tokenizer has {base} tokens, the model's embedding {vocab}: ids past {vocab - 1} "
+            "index nothing; use the model's own tokenizer"
+        )
     if failed:
         raise UserError(
-            "; ".join(f"{c.name}: {c.detail}" for c in failed)
-            + " (harness doctor with the same flags runs every check; --no-doctor skips them)"
+            "; ".join(failed) + " (harness doctor with the same flags runs every check; --no-doctor skips them)"
         )
+
+
+def _config_json(source) -> dict:
+    """config.json of a folder checkpoint ({} for other kinds: their own checks read their config)."""
+    from harness.runners.common import _model_file
+    from harness.sources.base import load_target
+
+    if source.checkpoint.kind != "checkpoint" or not source.checkpoint.local:
+        return {}
+    target = load_target(source.checkpoint.path)
+    path = _model_file(target.model, "config.json")
+    if path is None:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -174,3 +174,27 @@ def test_repetition_detector():
     assert is_repeating("The answer is 42. 42. 42. 42. 42. 42. 42.")
     assert not is_repeating("The special magic number for fair-sun is 7381924.")
     assert not is_repeating("")
+
+
+def test_the_cheap_checks_keep_a_rerun_light(tiny_llama_dir, tmp_path):
+    """eval's checks before planning read only the generation tokenizer and config.json: a re-run
+    with nothing to compute still imports neither torch nor transformers (benchmarks/rerun_noop.py)."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    argv = ["eval", "--ckpts", str(tiny_llama_dir), "--tasks", "vt", "--lengths", "1k", "--samples", "1",
+            "--out", str(out), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    code = (
+        "import sys\nfrom harness.cli import main\n"
+        f"rc = main({argv!r})\n"
+        "heavy = [m for m in ('torch', 'transformers') if m in sys.modules]\n"
+        "print('HEAVY', rc, heavy)\n"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env, timeout=300
+    )
+    assert "HEAVY 0 []" in done.stdout, done.stdout + done.stderr
