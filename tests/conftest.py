@@ -26,6 +26,18 @@ def _isolated_cache(tmp_path_factory):
         os.environ["HARNESS_CACHE"] = old
 
 
+@pytest.fixture(autouse=True)
+def _data_variables_restored():
+    """A command run in-process with a data flag (--essays, --babilong-data, ...) sets its HARNESS_*
+    variable (tasks/data_sources.py apply): each test's variables are put back as they were, so no
+    test's data reaches the next one's tasks (a leaked --essays once changed every later haystack)."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_")}
+    yield
+    for k in [k for k in os.environ if k.startswith("HARNESS_") and k not in before]:
+        del os.environ[k]
+    os.environ.update(before)
+
+
 @pytest.fixture(scope="session")
 def bpe_tokenizer_dir(tmp_path_factory):
     """A small byte-level BPE (vocab 4096) that prepends BOS."""
