@@ -119,16 +119,11 @@ class Plan:
     record_settings: dict[str, dict] = field(default_factory=dict)  # checkpoint fingerprint -> record settings
     # this plan created <out>/samples.jsonl (None: it was there); True: <out> as well (discard_empty_store)
     fresh_store: bool | None = None
-    requested: list[int] | None = None  # the parsed --lengths; None: each task's default
+    # task name -> the lengths it runs at (Task.task_lengths), computed once when the plan is made
+    task_lengths: dict[str, list[int]] = field(default_factory=dict)
 
 
 PROTOCOLS = ("reference", "exact-length")
-
-
-def _task_lengths(task, requested: list[int] | None, context: int, max_length: int | None) -> list[int]:
-    """Lengths a task runs at (Task.task_lengths): RULER-style tasks the requested lengths, a fixed
-    dataset its truncation budget or its reference's own grid, loglikelihood suites 0."""
-    return task.task_lengths(requested, context, max_length)
 
 
 def _num_samples(task, length: int, samples: int | None, tokenizer) -> int:
@@ -209,14 +204,14 @@ def _check_numbers(cfg: EvalConfig) -> None:
 
 
 def _check_lengths(
-    cfg: EvalConfig, requested: list[int] | None, tasks: list, min_ctx: int, tightest, fix: str = _FIX
+    cfg: EvalConfig, task_lens: dict[str, list[int]], tasks: list, min_ctx: int, tightest, fix: str = _FIX
 ) -> int:
     """Every length a length-controlled task runs at fits the tightest context; returns the
     truncation budget of fixed datasets cut to the context (LongBench's exact-length rule)."""
     for task in tasks:
         if not task.length_controlled:
             continue
-        for L in _task_lengths(task, requested, min_ctx, cfg.max_length):
+        for L in task_lens[task.name]:
             if L > min_ctx:
                 raise UserError(
                     f"length {format_length(L)} ({L} tokens) is beyond the context of {tightest.path} ({min_ctx} tokens): {fix}"
@@ -247,7 +242,7 @@ def _check_lengths(
 def _plan_samples(
     cfg: EvalConfig,
     tasks: list,
-    requested: list[int] | None,
+    task_lens: dict[str, list[int]],
     tokenizer,
     min_ctx: int,
     tightest,
@@ -266,7 +261,6 @@ def _plan_samples(
     cache: Path | Literal[False] | None = (
         False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
     )
-    task_lens = {t.name: _task_lengths(t, requested, min_ctx, cfg.max_length) for t in tasks}
     bar = progress_bar(total=sum(map(len, task_lens.values())), desc="samples", unit="set", enabled=cfg.progress)
     for task in tasks:
         plan.dataset_hashes[task.name] = task.dataset_hash()
@@ -421,20 +415,22 @@ def plan_eval(cfg: EvalConfig) -> Plan:
     min_ctx = min(contexts.values())
     tightest = next(s for s in sources if contexts[s.checkpoint.fingerprint] == min_ctx)
     fix = tightest.context_fix
-    truncation_budget = _check_lengths(cfg, requested, tasks, min_ctx, tightest.checkpoint, fix)
+    # Each task's lengths (RULER-style: the requested ones; a fixed dataset: its truncation budget or
+    # its reference's own grid; loglikelihood suites: 0), once: planning, checks and reports read them.
+    task_lens = {t.name: t.task_lengths(requested, min_ctx, cfg.max_length) for t in tasks}
+    truncation_budget = _check_lengths(cfg, task_lens, tasks, min_ctx, tightest.checkpoint, fix)
     # Opened after the cheap checks above (a rejected command leaves --out untouched), before any
     # work: a foreign or corrupt store is a StoreError here.
     fresh_out, fresh_store = not out.exists(), not (out / "samples.jsonl").exists()
     store = ResultStore(out / "samples.jsonl")
     try:
         done = store.done_keys()
-        samples = _plan_samples(cfg, tasks, requested, tokenizer, min_ctx, tightest.checkpoint, options, fix)
+        samples = _plan_samples(cfg, tasks, task_lens, tokenizer, min_ctx, tightest.checkpoint, options, fix)
         # A task unavailable at every one of its lengths is unavailable (listed with the reason at its
         # shortest length); one unavailable at some lengths runs at the others and says why not there.
         unavailable_lengths = samples.unavailable_lengths
         for name_, by_len in list(unavailable_lengths.items()):
-            task = next(t for t in tasks if t.name == name_)
-            if len(by_len) == len(_task_lengths(task, requested, min_ctx, cfg.max_length)):
+            if len(by_len) == len(task_lens[name_]):
                 unavailable[name_] = by_len[min(by_len, key=int)]
                 del unavailable_lengths[name_]
                 tasks = [t for t in tasks if t.name != name_]
@@ -476,7 +472,7 @@ def plan_eval(cfg: EvalConfig) -> Plan:
             for c in ckpts
             for i in indices
         }
-        plan_lengths = sorted({L for t in tasks for L in _task_lengths(t, requested, min_ctx, cfg.max_length)})
+        plan_lengths = sorted({L for t in tasks for L in task_lens[t.name]})
         extra: dict = {**options.provenance(), "chat_template": chat_hash}
         if any(t.protocols for t in tasks):  # which inputs the published suites were shown
             extra["protocol"] = cfg.protocol
@@ -506,7 +502,7 @@ def plan_eval(cfg: EvalConfig) -> Plan:
             sources,
             record_settings,
             fresh_store=fresh_out if fresh_store else None,
-            requested=requested,
+            task_lengths=task_lens,
         )
     except BaseException:
         if fresh_store:
@@ -644,12 +640,7 @@ def build_results(plan: Plan) -> dict:
         # LongBench pred.py's own max_length sets directly).
         # Under the reference protocol LongBench's length is pred.py's prompt budget itself.
         budgets = sorted(
-            {
-                L
-                for t in plan.tasks
-                if t.family in MIDDLE_TRUNCATION_FAMILIES
-                for L in _task_lengths(t, plan.requested, min(plan.contexts.values()), cfg.max_length)
-            }
+            {L for t in plan.tasks if t.family in MIDDLE_TRUNCATION_FAMILIES for L in plan.task_lengths[t.name]}
         )
         prov["max_length"] = budgets[0] if len(budgets) == 1 else budgets or plan.truncation_budget
     check_claims(records, prov)  # results.json never states a setting its records lack
@@ -724,16 +715,7 @@ def _report_suites(plan: Plan) -> dict:
 
     suites = {}
     for label, names in groups.items():
-        lengths = sorted(
-            {
-                L
-                for n in names
-                if n in tasks_by_name
-                for L in _task_lengths(
-                    tasks_by_name[n], plan.requested, min(plan.contexts.values()), plan.cfg.max_length
-                )
-            }
-        )
+        lengths = sorted({L for n in names if n in tasks_by_name for L in plan.task_lengths[n]})
         # a custom task list of one family reads that family's categories and weighting
         fams = {_family(t) for t in names}
         key = label if suite_categories(label) or suite_weighting(label) or len(fams) != 1 else fams.pop()

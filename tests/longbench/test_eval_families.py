@@ -230,14 +230,16 @@ def test_paper_suite_reports_families_with_length_control():
     from tasks.registry import all_suites, get_task
 
     names = all_suites()["paper"]
+    tasks = [get_task(n) for n in names]
     plan = SimpleNamespace(
         suite_label="paper",
         suite_tasks=names,
         cfg=SimpleNamespace(exclude=[], max_length=None),
         unavailable={},
-        tasks=[get_task(n) for n in names],
+        tasks=tasks,
         lengths=[4096, 8192],
-        requested=[4096, 8192],
+        # as plan_eval computes them for --lengths 4k,8k on an 8K model
+        task_lengths={t.name: t.task_lengths([4096, 8192], 8192, None) for t in tasks},
         contexts={"fp": 8192},
         unavailable_lengths={},
     )
