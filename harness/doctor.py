@@ -54,19 +54,14 @@ class _Setup:
 def _model_config(source) -> dict:
     """config.json's fields (a folder, a cached hub model) or the config transformers reads from a
     GGUF header; {} for a served model or when none can be read (the checks that need it SKIP)."""
-    from harness.runners.common import _model_file
-    from harness.sources.base import load_target
-
+    found = _config_json(source)
+    if found is not None:
+        return found
     if source.checkpoint.kind == "openai":
         return {}
+    from harness.sources.base import load_target
+
     target = load_target(source.checkpoint.path)
-    path = _model_file(target.model, "config.json") if not target.kwargs else None
-    if path is not None:
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
     try:  # a GGUF file: transformers maps its header to a config
         from transformers import AutoConfig
 
@@ -418,7 +413,7 @@ def preflight(cfg) -> None:
         tok = sources[0].load_tokenizer(light=True)
     except UserError:
         return  # planning says what is wrong, in its own words
-    config = _config_json(sources[0])
+    config = _config_json(sources[0]) or {}
     failed = []
     if tok.eos_token_id is None:
         failed.append(
@@ -437,17 +432,19 @@ def preflight(cfg) -> None:
         )
 
 
-def _config_json(source) -> dict:
-    """config.json of a folder checkpoint ({} for other kinds: their own checks read their config)."""
+def _config_json(source) -> dict | None:
+    """config.json's fields where the model has one on this machine (a folder, a cached hub model;
+    {} when it is unreadable); None where it has none (a served model, a GGUF file, a hub model not
+    in the cache). No transformers: the preflight reads it."""
     from harness.runners.common import _model_file
     from harness.sources.base import load_target
 
-    if source.checkpoint.kind != "checkpoint" or not source.checkpoint.local:
-        return {}
+    if source.checkpoint.kind == "openai":
+        return None
     target = load_target(source.checkpoint.path)
-    path = _model_file(target.model, "config.json")
+    path = _model_file(target.model, "config.json") if not target.kwargs else None
     if path is None:
-        return {}
+        return None
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
