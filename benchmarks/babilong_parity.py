@@ -22,8 +22,8 @@ compare_answers and TASK_LABELS (collect_results.py itself imports matplotlib, s
 so those few lines are repeated here).
 
 Our side: `babilong_qaN` under the "reference" protocol, at the label's length, every row
-(Task.default_samples), the token ids as `harness eval` sends them (harness.runners.common.prompt_ids;
-under --chat harness.reasoning.chat_prompt with the reference protocol's system turn: none), and
+(Task.default_samples), the token ids as `harness eval` sends them (harness.models.runners.common.prompt_ids;
+under --chat harness.pipeline.reasoning.chat_prompt with the reference protocol's system turn: none), and
 Task.score on the same predictions.
 
 Printed per set, task and length: rows on each side, prompt text mismatches, token id mismatches
@@ -174,8 +174,8 @@ def predictions(task: str, target: str, question: str) -> list[str]:
 
 def our_side(set_dir: Path, task: str, label: str, tokenizer):
     """Our task's samples of (task, label) under the reference protocol, and the ids we send."""
-    from harness.reasoning import chat_prompt
-    from harness.runners.common import prompt_ids
+    from harness.models.runners.common import prompt_ids
+    from harness.pipeline.reasoning import chat_prompt
     from tasks.registry import get_task
 
     os.environ[released._source().env] = str(set_dir)
@@ -192,10 +192,10 @@ def our_side(set_dir: Path, task: str, label: str, tokenizer):
 
 
 def load_tokenizer(name: str | None, tmp: Path):
-    from tasks.tokenization import load_tokenizer as load
+    from harness.models.tokenization import load_tokenizer as load
 
     if name is None:
-        from harness.embedded import build_tokenizer
+        from harness.models.embedded import build_tokenizer
 
         name = str(build_tokenizer(tmp / "tokenizer"))
     tok = load(name)
@@ -323,8 +323,8 @@ def model_dir(name: str, out: Path) -> Path:
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from harness.errors import UserError
-    from harness.sources.packaged import locate
+    from harness.core.errors import UserError
+    from harness.models.sources.packaged import locate
 
     try:
         gguf = Path(name) if name.endswith(".gguf") else locate(name)

@@ -1,4 +1,4 @@
-"""Decode width: generated tokens/s of the hf runner's fixed-width decoding (harness/runners/decode.py)
+"""Decode width: generated tokens/s of the hf runner's fixed-width decoding (harness/models/runners/decode.py)
 at widths 1-16, against width 1 (one row at a time, the engine before it) in the same process.
 
     python benchmarks/decode_width.py --model /work/models/smollm2-135m-instruct --lengths 1k,4k --threads 2
@@ -26,8 +26,8 @@ def time_widths(runner, ids: list[int], widths: list[int], steps: int, head_majo
     `head_major`: the rows' cache layout (False: laid out as the prefix cache, the engine before)."""
     import torch
 
-    from harness.runners.decode import DecodeRows
-    from harness.runners.prefix import PrefixCache
+    from harness.models.runners.decode import DecodeRows
+    from harness.models.runners.prefix import PrefixCache
 
     engine = runner.engine
     assert engine is not None, runner.unsupported
@@ -62,11 +62,11 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from harness.runners.base import RunnerSettings
-    from harness.runners.common import prompt_ids
-    from harness.runners.hf import HFRunner
+    from harness.core.lengths import parse_lengths
+    from harness.models.runners.base import RunnerSettings
+    from harness.models.runners.common import prompt_ids
+    from harness.models.runners.hf import HFRunner
     from tasks.generate import generate_samples
-    from tasks.lengths import parse_lengths
     from tasks.registry import get_task
 
     runner = HFRunner(args.model, RunnerSettings(backend="hf", dtype=args.dtype))

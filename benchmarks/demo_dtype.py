@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def _windows(model: str, window: int, count: int, long_share: float):
     from harness.demo import CORPUS_SEED, DemoConfig, corpus_settings, line_tokens
-    from harness.sources import model_tokenizer
+    from harness.models.sources import model_tokenizer
     from training.data import TokenizedDoc, anchor_id
     from training.demo_corpus import documents
     from training.packing import pack

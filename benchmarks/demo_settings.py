@@ -69,9 +69,9 @@ def _run(name: str, out: Path, threads: int) -> dict:
 
 def _outcome(folder: Path, argv: list[str]) -> dict:
     from harness.cli import build_parser
+    from harness.core.lengths import format_length, parse_lengths
     from harness.demo import _delta_cells, config_from_args, corpus_stats
     from leaderboards.diagnostic import deviation, first_token_share
-    from tasks.lengths import format_length, parse_lengths
 
     args = build_parser().parse_args(argv[3:])
     cfg = config_from_args(args)

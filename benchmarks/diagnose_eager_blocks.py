@@ -32,10 +32,10 @@ def main() -> int:
 
     import torch
 
+    from harness.core.lengths import parse_lengths
     from harness.diagnose import capture
     from harness.diagnose.rope import Settings, measure
     from harness.diagnose.text import token_samples
-    from tasks.lengths import parse_lengths
 
     (length,) = parse_lengths(args.length)
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -52,7 +52,7 @@ def main() -> int:
     from harness.diagnose import rope as new
     from harness.diagnose.precision import torch_dtype
     from harness.diagnose.text import token_samples
-    from harness.sources import model_tokenizer
+    from harness.models.sources import model_tokenizer
 
     torch.set_num_threads(args.threads)
     old = old_module(args.old_rev)

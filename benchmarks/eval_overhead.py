@@ -64,11 +64,11 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(tempfile.mkdtemp(prefix="eval-overhead-"))
     os.environ.setdefault("HARNESS_CACHE", str(work / "cache"))
-    from harness.embedded import build_tiny_llama, default_tokenizer_dir
-    from harness.evaluate import EvalConfig, run_eval
-    from harness.sources import model_tokenizer
+    from harness.core.lengths import format_length, parse_lengths
+    from harness.models.embedded import build_tiny_llama, default_tokenizer_dir
+    from harness.models.sources import model_tokenizer
+    from harness.pipeline.evaluate import EvalConfig, run_eval
     from tasks.generate import generate_samples
-    from tasks.lengths import format_length, parse_lengths
     from tasks.registry import get_task
 
     model = args.model or str(build_tiny_llama(work / "run" / "ckpt-1", default_tokenizer_dir()))

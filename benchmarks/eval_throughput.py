@@ -46,7 +46,7 @@ def shared_tokens(prompts: list[list[int]]) -> int:
     """Prompt tokens that are a prefix of another prompt of the cell, token by token (no grid): the
     most that any prefix reuse could skip. In lexicographic order a prompt's longest common prefix
     with any other prompt is the one with a neighbour; the first prompt of a chain is computed whole."""
-    from harness.runners.prefix import reuse_plan
+    from harness.models.runners.prefix import reuse_plan
 
     _, reused = reuse_plan(prompts, chunk=1, reuse=True)
     return sum(reused)
@@ -96,13 +96,13 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     work = Path(tempfile.mkdtemp(prefix="eval-throughput-"))
     os.environ.setdefault("HARNESS_CACHE", str(work / "cache"))
-    from harness.embedded import build_tiny_llama, default_tokenizer_dir
-    from harness.runners.base import GenerationRequest, RunnerSettings
-    from harness.runners.common import prompt_ids
-    from harness.runners.hf import HFRunner
-    from harness.sources import model_tokenizer
+    from harness.core.lengths import format_length, parse_lengths
+    from harness.models.embedded import build_tiny_llama, default_tokenizer_dir
+    from harness.models.runners.base import GenerationRequest, RunnerSettings
+    from harness.models.runners.common import prompt_ids
+    from harness.models.runners.hf import HFRunner
+    from harness.models.sources import model_tokenizer
     from tasks.generate import generate_samples
-    from tasks.lengths import format_length, parse_lengths
     from tasks.registry import get_task, split_csv
 
     model = args.model or str(build_tiny_llama(work / "run" / "ckpt-1", default_tokenizer_dir()))

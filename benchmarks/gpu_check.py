@@ -10,7 +10,7 @@ Sections:
   training mode on packed windows, max |error| against the fp32 dense reference on the same weights.
 - train: benchmarks/train_step.py (CPU section on CPU; on CUDA the ~1.1B Llama at 16K/32K/64K, varlen,
   anchor/full step time, target <= 0.5 at 64K, and the peak memory of each mode).
-- runner: the transformers runner (harness/runners/hf.py) in bf16 at 4K-128K tokens (CUDA; 128/256 on
+- runner: the transformers runner (harness/models/runners/hf.py) in bf16 at 4K-128K tokens (CUDA; 128/256 on
   CPU with --small): samples/s, peak memory, the rows per forward (1: the prefix engine runs one
   unpadded prompt at a time), the share of prompt tokens reused from shared prefixes, and whether
   greedy outputs are identical across two runs; utilisation (prompt tokens/s, achieved TFLOP/s from
@@ -197,7 +197,7 @@ def _read_samples(directory: Path, per_file: int) -> list[dict]:
 
 def _synthetic_model(directory: Path, cuda: bool, small: bool, max_len: int) -> Path:
     """A random Llama with a byte tokenizer (no wonderwords needed), saved with save_pretrained."""
-    from harness.embedded import build_byte_tokenizer, build_tiny_llama
+    from harness.models.embedded import build_byte_tokenizer, build_tiny_llama
 
     tok = build_byte_tokenizer(directory / "tokenizer")
     if cuda and not small:  # ~110M parameters, 16 heads of 64
@@ -297,7 +297,7 @@ def _decode_width_rows(rows: Rows, runner, groups: dict[int, list], cuda: bool) 
     shortest and a long length of the runner rows (benchmarks/decode_width.py, which chose the width)."""
     from decode_width import time_widths
 
-    from harness.runners.common import DECODE_ROWS, prompt_ids
+    from harness.models.runners.common import DECODE_ROWS, prompt_ids
 
     if runner.engine is None:
         rows.add("runner", "decode width", "", f"skipped: no prefix engine ({runner.unsupported})")
@@ -321,8 +321,8 @@ def _decode_width_rows(rows: Rows, runner, groups: dict[int, list], cuda: bool) 
 
 
 def section_runner(args, rows: Rows) -> None:
-    from harness.runners.base import GenerationRequest, RunnerSettings
-    from harness.runners.hf import HFRunner
+    from harness.models.runners.base import GenerationRequest, RunnerSettings
+    from harness.models.runners.hf import HFRunner
 
     cuda = _cuda()
     if bool(args.model) != bool(args.samples):
@@ -446,7 +446,7 @@ def main(argv=None) -> int:
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
     bad = [s for s in sections if s not in SECTIONS]
     if bad:
-        from harness.errors import UserError
+        from harness.core.errors import UserError
 
         raise UserError(f"unknown section(s) {', '.join(bad)}: choose from {', '.join(SECTIONS)}")
     rows = Rows(args.budget)

@@ -10,7 +10,7 @@ pytrec-eval-terrier` and put DIR on PYTHONPATH), for every task and length that 
   prompts  HELMET's data.load_data(args, dataset, test_file, demo_file) with eval.py's seeding
            (random.seed(seed) first, max_test_samples=100, shots=2), each item through
            model_utils.tokenize at the config's input_max_length / generation_max_length with a
-           local tokenizer (the test BPE of harness.embedded: no model, no hub), which cuts the
+           local tokenizer (the test BPE of harness.models.embedded: no model, no hub), which cuts the
            context's end in place when the prompt overflows; the item's prompt_template.format(**item)
            is compared with our Sample.prompt at the same index;
   metrics  the same predictions scored by HELMET's post_process (RAG, JSON KV, RULER, MS MARCO's
@@ -68,10 +68,10 @@ SEED = 42
 
 
 def _tokenizer(path: str | None):
-    from tasks.tokenization import load_tokenizer
+    from harness.models.tokenization import load_tokenizer
 
     if path is None:
-        from harness.embedded import build_tokenizer
+        from harness.models.embedded import build_tokenizer
 
         path = str(build_tokenizer(Path(os.environ.get("TMPDIR", "/tmp")) / "helmet-parity-tok"))
     return load_tokenizer(path)

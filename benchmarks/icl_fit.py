@@ -46,8 +46,8 @@ def main() -> None:
     (d / "labels.json").write_text(json.dumps(["ABBR", "ENTY", "DESC", "HUM", "LOC", "NUM"]))
     os.environ["HARNESS_ICL_DATA"] = str(tmp)
 
-    from harness.embedded import default_tokenizer_dir
-    from tasks import tokenization
+    from harness.models import tokenization
+    from harness.models.embedded import default_tokenizer_dir
     from tasks.icl import tasks as icl
     from tasks.registry import get_task
 

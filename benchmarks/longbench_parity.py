@@ -20,7 +20,7 @@ uses_chat_template(), its samsum stop metadata and its score().
 Printed per task and budget: prompts compared and the mismatches of each kind; at the end the totals.
 --write-pins writes, per case, the reference's results (prompt sha256, chat decision, stop rule,
 scores), which tests/longbench/test_parity_pins.py compares with ours without the checkout.
-The tokenizer defaults to the tests' BPE (harness.embedded.build_tokenizer, deterministic).
+The tokenizer defaults to the tests' BPE (harness.models.embedded.build_tokenizer, deterministic).
 """
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ def pins(result: dict) -> dict:
     keep = ("task", "context", "max_length", "budget", "index", "prompt_sha256", "chat", "stop", "max_new_tokens")
     return {
         "_source": "benchmarks/longbench_parity.py --write-pins, THUDM/LongBench 2e00731 (LongBench/pred.py get_pred, eval.py scorer) "
-        "on tests/longbench/fixtures/data with the tests' BPE tokenizer (harness.embedded.build_tokenizer)",
+        "on tests/longbench/fixtures/data with the tests' BPE tokenizer (harness.models.embedded.build_tokenizer)",
         "cases": [{k: c[k] for k in keep} for c in result["cases"]],
         "metrics": [{k: m[k] for k in ("task", "prediction", "reference")} for m in result["metrics"]],
         "budget_rule": result["budget_rule"],
@@ -293,10 +293,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokenizer", help="tokenizer folder (default: the tests' BPE, built in a temp folder)")
     ap.add_argument("--write-pins", type=Path, help="write the reference's results here (JSON)")
     args = ap.parse_args(argv)
-    from tasks.tokenization import load_tokenizer
+    from harness.models.tokenization import load_tokenizer
 
     if args.tokenizer is None:
-        from harness.embedded import build_tokenizer
+        from harness.models.embedded import build_tokenizer
 
         args.tokenizer = str(build_tokenizer(tempfile.mkdtemp(prefix="lb-parity-tok-")))
     tok = load_tokenizer(args.tokenizer)

@@ -267,11 +267,11 @@ def _commit(ref: Path) -> str:
 
 
 def run_ours(args, tasks: list[str]) -> dict[str, dict]:
-    from harness.reasoning import chat_prompt
-    from harness.runners.common import prompt_ids
+    from harness.models.runners.common import prompt_ids
+    from harness.models.tokenization import load_tokenizer
+    from harness.pipeline.reasoning import chat_prompt
     from tasks.longbench import data as lb_data
     from tasks.registry import get_task
-    from tasks.tokenization import load_tokenizer
 
     out = Path(args.out).resolve() / "ours" / "run"
     shutil.rmtree(out, ignore_errors=True)
@@ -347,7 +347,7 @@ def paired_interval(ours: list[float], ref: list[float], task: str) -> tuple[flo
     """Percentile bootstrap of mean(ours - ref), items resampled jointly (the same items both sides)."""
     import numpy as np
 
-    from harness import stats
+    from harness.core import stats
 
     # per item at eval.py's precision (its scorer rounds to 0.01 points): no 1e-4 noise from rounding alone
     d = np.round(100 * np.asarray(ours, dtype=float), 2) - np.round(100 * np.asarray(ref, dtype=float), 2)

@@ -287,10 +287,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokenizer", help="tokenizer folder (default: the tests' BPE, built in a temp folder)")
     ap.add_argument("--write-pins", type=Path, help="write the reference's results here (JSON)")
     args = ap.parse_args(argv)
-    from tasks.tokenization import load_tokenizer
+    from harness.models.tokenization import load_tokenizer
 
     if args.tokenizer is None:
-        from harness.embedded import build_tokenizer
+        from harness.models.embedded import build_tokenizer
 
         args.tokenizer = str(build_tokenizer(tempfile.mkdtemp(prefix="lbv2-parity-tok-")))
     tok = load_tokenizer(args.tokenizer)

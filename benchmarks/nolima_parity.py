@@ -8,7 +8,7 @@ async_evaluate.NoLiMa_Tester.evaluate with its np.random character draws, data/b
 placement, its "contains" metric), once per length with the checkout's own run config
 (run_config/multi_test_config_book_<L>.yaml: context_length, 26 depths, metric, default system
 prompt), on the fixture folder of tests/nolima/fixtures.py and the test BPE tokenizer
-(harness.embedded.build_tokenizer) as its "vllm" provider's tokenizer. No model, hub or server:
+(harness.models.embedded.build_tokenizer) as its "vllm" provider's tokenizer. No model, hub or server:
 the OpenAI client is a stand-in that records each chat request (system and user turns) and
 answers with a prediction made from the request (see `prediction`), which the reference then
 scores. Modules it imports for other providers (tiktoken, vertexai, langchain_aws, google.genai)
@@ -72,7 +72,7 @@ def prediction(depth_no: int, gold: str) -> str:
 def fixture(folder: Path) -> tuple[Path, Path]:
     """The fixture data folder (the reference's layout) and the test tokenizer, both built here."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from harness.embedded import build_tokenizer
+    from harness.models.embedded import build_tokenizer
 
     write_nolima = importlib.import_module("nolima.fixtures").write_nolima  # tests/nolima/fixtures.py
 
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         data_dir, tok_dir = fixture(work)
-        from tasks.tokenization import load_tokenizer
+        from harness.models.tokenization import load_tokenizer
 
         ours = our_cells(data_dir, load_tokenizer(str(tok_dir)), lengths)
         cwd = os.getcwd()

@@ -3,7 +3,7 @@
     python benchmarks/prefix_agreement.py --model /work/models/smollm2-135m-instruct --dtype bfloat16 \\
         --tasks niah_single_1,niah_multikey_1 --lengths 1k,2k,4k --samples 25
 
-The engine (harness/runners/prefix.py: fixed 256-token prefill grid on CPU, prefix reuse on) against
+The engine (harness/models/runners/prefix.py: fixed 256-token prefill grid on CPU, prefix reuse on) against
 the plain path a user would write: transformers generate on one unpadded row per prompt with SDPA
 (the reference `model.generate` call), and, with --padded-batch N, generate on left-padded batches of N
 prompts (the runner before issue 28). Reuse on/off is bit-identical by construction (tested in
@@ -69,11 +69,11 @@ def main() -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    from harness.runners.base import GenerationRequest, RunnerSettings
-    from harness.runners.common import prompt_ids
-    from harness.runners.hf import HFRunner
+    from harness.core.lengths import format_length, parse_lengths
+    from harness.models.runners.base import GenerationRequest, RunnerSettings
+    from harness.models.runners.common import prompt_ids
+    from harness.models.runners.hf import HFRunner
     from tasks.generate import generate_samples
-    from tasks.lengths import format_length, parse_lengths
     from tasks.registry import get_task, split_csv
 
     runner = HFRunner(args.model, RunnerSettings(backend="hf", dtype=args.dtype))

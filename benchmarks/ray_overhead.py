@@ -57,10 +57,10 @@ def main() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH")])
     )
-    from harness import embedded_eval
-    from harness.evaluate import EvalConfig, plan_eval, run_job, work_units
-    from harness.jobs import JobEngine
-    from harness.parallel import run_units
+    from harness.pipeline import embedded_eval
+    from harness.pipeline.evaluate import EvalConfig, plan_eval, run_job, work_units
+    from harness.pipeline.jobs import JobEngine
+    from harness.pipeline.parallel import run_units
 
     steps = tuple(10 * (i + 1) for i in range(args.checkpoints))
     spec = embedded_eval.ensure_checkpoints(work / "run", steps)

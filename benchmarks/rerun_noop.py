@@ -55,7 +55,7 @@ def main() -> None:
         ckpts = args.ckpts
         if ckpts is None:
             sys.path.insert(0, str(ROOT))
-            from harness.embedded import build_tiny_llama, build_tokenizer
+            from harness.models.embedded import build_tiny_llama, build_tokenizer
 
             ckpts = str(build_tiny_llama(Path(tmp) / "tiny", build_tokenizer(Path(tmp) / "tok")))
         out = Path(tmp) / "out"

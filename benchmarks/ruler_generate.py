@@ -20,7 +20,7 @@ Times are shown as wall and CPU seconds: on a shared machine the CPU figures are
 
 Start-up rows (issue 15 §4; --startup or --only-startup): the real `harness generate` command, 20 samples per task at 4K
 (--startup-samples, --startup-length) in a fresh process, with the tokenizer it loads by default
-(tasks.tokenization.load_generation_tokenizer: the bare `tokenizers` tokenizer when the directory
+(harness.models.tokenization.load_generation_tokenizer: the bare `tokenizers` tokenizer when the directory
 allows it) against the same command with transformers' AutoTokenizer (the path before issue 15,
 the baseline, run right after it). Shown: seconds from process launch to the first finished sample,
 peak RSS, whether torch was imported, the ratio of first-sample times, and whether the two wrote
@@ -42,7 +42,7 @@ _START = time.time()
 WORKER = r"""
 import json, os, statistics, sys, time
 from tasks.registry import get_task
-from tasks.tokenization import load_generation_tokenizer
+from harness.models.tokenization import load_generation_tokenizer
 from benchmarks.ruler_generate import configure, peak_rss_mb
 name, length, n, tok_path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 # process start = when the parent launched it (psutil's create_time counts from /proc/stat's boot
@@ -86,7 +86,7 @@ def timed(*a, progress=None, **kw):
     return real(*a, progress=hook, **kw)
 gen.generate_samples = timed
 if old_path:  # the baseline: transformers' AutoTokenizer, as before issue 15
-    import tasks.tokenization as tz
+    import harness.models.tokenization as tz
     tz.load_generation_tokenizer = tz.load_tokenizer
 from harness.cli import main
 rc = main(argv)
@@ -119,7 +119,7 @@ def startup_rows(names: list[str], length: int, n: int, tok: str, env: dict, arg
     import tempfile
     from pathlib import Path
 
-    from tasks.lengths import format_length
+    from harness.core.lengths import format_length
 
     print(
         f"\nstart-up: `harness generate --tasks T --lengths {format_length(length)} --samples {n}` "
@@ -226,9 +226,9 @@ def write_synthetic_qa() -> tuple[str, str]:
 
 def main(argv=None) -> int:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from harness.embedded import default_tokenizer_dir
-    from harness.errors import UserError
-    from tasks.lengths import format_length, parse_lengths
+    from harness.core.errors import UserError
+    from harness.core.lengths import format_length, parse_lengths
+    from harness.models.embedded import default_tokenizer_dir
     from tasks.registry import get_task, split_csv
     from tasks.ruler import RULER_TASKS
 

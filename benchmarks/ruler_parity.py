@@ -91,7 +91,7 @@ def log(msg: str) -> None:
 
 
 def write_json(path: Path, data) -> None:
-    from harness.atomic import atomic_write
+    from harness.core.atomic import atomic_write
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
@@ -99,7 +99,7 @@ def write_json(path: Path, data) -> None:
 
 def write_if_changed(path: Path, text: str) -> None:
     """Atomic and only when different: a second copy of this command may be reading the file."""
-    from harness.atomic import atomic_write
+    from harness.core.atomic import atomic_write
 
     if not path.exists() or path.read_text(encoding="utf-8", errors="replace") != text:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -179,7 +179,7 @@ def timed_run(cmd: list[str], cwd: Path, env: dict, log_path: Path) -> dict:
 
 def count_tokens(tokenizer, prompts: list[str]) -> list[int]:
     """Tokens the model sees for each prompt (special tokens as both pipelines add them)."""
-    from harness.runners.common import prompt_ids
+    from harness.models.runners.common import prompt_ids
 
     return [len(prompt_ids(tokenizer, p)) for p in prompts]
 
@@ -340,7 +340,7 @@ def run_reference(args, scripts: Path, env: dict, commit: str, task: str, length
 
 
 def run_ours(args, task: str, length: int, tokenizer, essays_path: Path) -> dict:
-    from harness.runners.common import prompt_ids
+    from harness.models.runners.common import prompt_ids
     from tasks.registry import get_task
 
     out = Path(args.out).resolve() / "ours" / str(length) / task
@@ -382,7 +382,7 @@ def run_ours(args, task: str, length: int, tokenizer, essays_path: Path) -> dict
 
 def run_cross(args, task: str, length: int, runner) -> dict:
     """Our runner on the reference's own prompts: separates inference and scoring from data generation."""
-    from harness.runners.base import GenerationRequest
+    from harness.models.runners.base import GenerationRequest
     from tasks.metrics import score as metric_score
     from tasks.registry import get_task
 
@@ -412,7 +412,7 @@ def run_cross(args, task: str, length: int, runner) -> dict:
 def mean_interval(scores: list[float], key: tuple) -> tuple[float, float]:
     import numpy as np
 
-    from harness import stats
+    from harness.core import stats
 
     w = stats.sample_weights(len(scores), stats.rng_for("ruler-parity", *key))
     reps = w @ np.asarray(scores, dtype=float) / len(scores)
@@ -424,7 +424,7 @@ def difference_interval(ours: list[float], ref: list[float], key: tuple) -> tupl
     """Percentile bootstrap of mean(ours) - mean(ref), the two sample sets resampled independently."""
     import numpy as np
 
-    from harness import stats
+    from harness.core import stats
 
     wo = stats.sample_weights(len(ours), stats.rng_for("ruler-parity", *key, "ours"))
     wr = stats.sample_weights(len(ref), stats.rng_for("ruler-parity", *key, "reference"))
@@ -616,8 +616,8 @@ def main(argv=None) -> int:
 
 
 def run(args) -> int:
-    from harness.errors import UserError
-    from tasks.lengths import parse_lengths
+    from harness.core.errors import UserError
+    from harness.core.lengths import parse_lengths
 
     if args.samples < 1 or args.threads < 1:
         raise BenchError("--samples and --threads must be at least 1")
@@ -703,8 +703,8 @@ def run(args) -> int:
                     if runner is None:
                         import torch
 
-                        from harness.runners.base import RunnerSettings
-                        from harness.runners.registry import get_runner
+                        from harness.models.runners.base import RunnerSettings
+                        from harness.models.runners.registry import get_runner
 
                         torch.set_num_threads(args.threads)
                         runner = get_runner(

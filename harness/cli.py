@@ -18,8 +18,8 @@ import sys
 from typing import NoReturn
 
 from harness import __version__
-from harness.errors import UserError
-from harness.validate import install as install_validators
+from harness.core.errors import UserError
+from harness.core.validate import install as install_validators
 
 # Listed order in --help; modules found but not listed come after, alphabetically.
 _ORDER = ["generate", "eval", "report", "train", "leaderboard", "diagnose", "demo"]
@@ -36,7 +36,7 @@ def _command_modules():
 class _Parser(argparse.ArgumentParser):
     """Argparse's own errors (unknown flag, missing value, bad type) as one line `error: ...`, exit 2,
     like every UserError: no usage block (the fix names `--help`). Every int and float flag goes
-    through harness.validate's checks (ASCII digits, finite, bounded)."""
+    through harness.core.validate's checks (ASCII digits, finite, bounded)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -110,7 +110,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"error: {' '.join(str(exc).splitlines()) or type(exc).__name__}", file=sys.stderr)
         return 2
     except (MemoryError, RuntimeError) as exc:
-        # Sizes are bounded per flag (harness.validate), but a large-and-valid one can still not fit
+        # Sizes are bounded per flag (harness.core.validate), but a large-and-valid one can still not fit
         # this machine (Python's MemoryError, torch's "can't allocate memory" / "out of memory"):
         # one line, like any other input problem (finished records stay stored). Other
         # RuntimeErrors are bugs: their traceback is kept.

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
-from harness.validate import require_above, require_at_least, require_at_most
+from harness.core.errors import UserError
+from harness.core.validate import require_above, require_at_least, require_at_most
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = REPO_ROOT / "assets" / "demo-base"
@@ -104,7 +104,7 @@ def _stage(k: int, n: int, text: str, t0: float) -> None:
 
 def validate(cfg: DemoConfig) -> tuple[list[int], list[str]]:
     """Check every input before any work; returns (lengths, task names). Raises UserError."""
-    from tasks.lengths import parse_lengths
+    from harness.core.lengths import parse_lengths
     from tasks.registry import resolve_tasks
 
     require_at_least(
@@ -125,7 +125,7 @@ def validate(cfg: DemoConfig) -> tuple[list[int], list[str]]:
     require_above((("--train-minutes", cfg.train_minutes, 0.0),))
     if not 0 <= cfg.long_share <= 1:
         raise UserError(f"--long-share {cfg.long_share:g} is outside [0, 1]: pass a share of documents, e.g. 0.35")
-    from harness.validate import MAX_COUNT, MAX_TOKENS
+    from harness.core.validate import MAX_COUNT, MAX_TOKENS
 
     require_at_most(
         (
@@ -166,13 +166,13 @@ def validate(cfg: DemoConfig) -> tuple[list[int], list[str]]:
             raise UserError(
                 f"--data {missing[0]} does not exist: pass jsonl/parquet files, or leave --data out to generate the demo corpus"
             )
-        from harness.paths import file_kind
+        from harness.core.paths import file_kind
 
         for p in (Path(p.strip()) for p in cfg.data.split(",") if p.strip()):
             kind = file_kind(p.stat().st_mode) if p.exists() else None
             if kind and kind != "a directory":  # a FIFO would hang the training run half way
                 raise UserError(f"--data {p} is {kind}: pass jsonl/parquet files or a folder of them")
-    from harness.paths import check_out
+    from harness.core.paths import check_out
 
     out = check_out(cfg.out)
     _check_stage_args(cfg, tasks, out)
@@ -180,9 +180,9 @@ def validate(cfg: DemoConfig) -> tuple[list[int], list[str]]:
 
 
 def _model_file_source(model: str):
-    """The model source of a GGUF file or a packaged model name (harness.sources), else None:
+    """The model source of a GGUF file or a packaged model name (harness.models.sources), else None:
     folders and hub names are used as they are."""
-    from harness.sources import model_file_source
+    from harness.models.sources import model_file_source
 
     return model_file_source(model)
 
@@ -303,7 +303,7 @@ def corpus_settings(cfg: DemoConfig, tokens_per_line: int) -> dict:
 def _corpus(cfg: DemoConfig, out: Path) -> str:
     if cfg.data:
         return cfg.data
-    from harness.sources import model_tokenizer
+    from harness.models.sources import model_tokenizer
     from training import demo_corpus
 
     unit = line_tokens(model_tokenizer(cfg.model))
@@ -319,7 +319,7 @@ def corpus_stats(cfg: DemoConfig, data: str):
     """training.demo_corpus.LengthStats of the training documents with the model's tokenizer
     (documents as training sees them: text + EOS). A --data corpus is measured on its first
     STATS_DOCS documents; returns (stats, documents measured is the whole corpus)."""
-    from harness.sources import model_tokenizer
+    from harness.models.sources import model_tokenizer
     from training.data import load_documents
     from training.demo_corpus import length_stats
 
@@ -447,8 +447,8 @@ def _summary(results: dict[str, dict], lengths: list[int], baseline: str | None)
     """One line per run: the suite average at each length (mean over checkpoints) and Avg, each with
     its 95% interval; then each run minus the baseline with its paired interval, and in words which
     of those differences are significant."""
-    from harness.table import MISSING
-    from tasks.lengths import format_length
+    from harness.core.lengths import format_length
+    from harness.pipeline.table import MISSING
 
     labels = [format_length(L) for L in lengths] + ["Avg"]
     header = ["run", "ckpts"] + labels
@@ -528,7 +528,7 @@ def rope_stage(cfg: DemoConfig, targets: dict[str, str], out: Path) -> list[dict
     from harness.diagnose.report import write_report
     from harness.diagnose.rope import Settings
     from harness.diagnose.text import token_samples
-    from harness.sources import model_tokenizer
+    from harness.models.sources import model_tokenizer
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     settings = Settings(
@@ -605,7 +605,7 @@ def rope_rows(runs: list[dict]) -> list[dict]:
 
 
 def _rope_table(runs: list[dict], out: Path) -> str:
-    from harness.table import MISSING
+    from harness.pipeline.table import MISSING
 
     def num(cell: dict | None, key: str, pct: bool = False) -> str:
         if not cell or cell.get(key) is None:
@@ -878,7 +878,7 @@ def run_demo(cfg: DemoConfig) -> dict:
         argv += ["--rope-diagnostic", str(diag_dir / "rope_diagnostic.json")]
     _cli(argv)
 
-    from harness.aggregate import load_results  # the one schema, as every results.json reader
+    from harness.core.results_file import load_results  # the one schema, as every results.json reader
 
     loaded = {name: load_results(p / "results.json") for name, p in results.items()}
     print()
@@ -922,7 +922,7 @@ def run_demo(cfg: DemoConfig) -> dict:
 
 def _compared(loaded: dict, lengths: list[int], baseline: str | None) -> list[tuple[str, list, list[str]]]:
     """(run, its delta cells against the baseline, labels) for every trained run but the baseline."""
-    from tasks.lengths import format_length
+    from harness.core.lengths import format_length
 
     if not baseline or baseline not in loaded:
         return []
@@ -936,7 +936,7 @@ def _compared(loaded: dict, lengths: list[int], baseline: str | None) -> list[tu
 
 def _last_checkpoint(run_dir: Path) -> Path:
     """The run's highest-step complete checkpoint (training keeps the last --keep-last)."""
-    from harness.checkpoints import incomplete_reason, step_of
+    from harness.models.checkpoints import incomplete_reason, step_of
 
     ckpts = [p for p in run_dir.glob("ckpt-*") if p.is_dir() and step_of(str(p)) is not None]
     done = [p for p in ckpts if incomplete_reason(p) is None]
@@ -947,7 +947,7 @@ def _last_checkpoint(run_dir: Path) -> Path:
 
 def _trained_steps(run_dir: Path) -> int:
     """Steps a finished run reached: its last checkpoint's (a --max-minutes run checkpoints where it stopped)."""
-    from harness.checkpoints import step_of
+    from harness.models.checkpoints import step_of
 
     return step_of(str(_last_checkpoint(run_dir))) or 0
 

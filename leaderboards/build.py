@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import cast
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from leaderboards.diagnostic import rope_section
 from leaderboards.intervals import cell_interval, delta_interval, heatmaps
 from leaderboards.labels import (
@@ -73,7 +73,7 @@ def resolve_path(arg: str | Path) -> Path:
 
 
 def _read_json(path: Path) -> dict:
-    from harness.aggregate import load_results  # the project's one typed reader
+    from harness.core.results_file import load_results  # the project's one typed reader
 
     return load_results(path)
 
@@ -88,7 +88,7 @@ def _is_stats(value) -> bool:
 
 def validate(data, path: Path | str) -> dict:
     """Schema checks from docs/contracts.md (the one validator `harness report` uses too)."""
-    from harness.results_schema import validate_results
+    from harness.core.results_schema import validate_results
 
     return validate_results(data, path)
 
@@ -124,7 +124,7 @@ def load_runs(paths) -> list[dict]:
 
 def effective_length(per_length_mean: dict[int, float], threshold: float) -> tuple[int | None, str]:
     """Largest evaluated L with the mean above threshold at every evaluated length <= L."""
-    from harness.aggregate import BELOW_FIRST, effective_length_value  # the one definition
+    from harness.core.effective_length import BELOW_FIRST, effective_length_value  # the one definition
 
     value = effective_length_value(per_length_mean, threshold)
     return value, (format_length(value) if value is not None else BELOW_FIRST)
@@ -193,8 +193,8 @@ def _stat_cell(stats: dict, what: str, extra: str = "") -> dict:
 
 def _marks(stats: dict, parts: list[str]) -> str:
     """The cell's marks (and their explanations appended to `parts`): degenerate predictions named
-    (harness/degenerate.py) and a cell at its floor or ceiling, which separates no runs."""
-    from harness.degenerate import flags
+    (harness/core/degenerate.py) and a cell at its floor or ceiling, which separates no runs."""
+    from harness.core.degenerate import flags
 
     marks = []
     shares = stats.get("degenerate") or {}
@@ -757,7 +757,7 @@ def build(
 def _mark_imported(row: dict, run: dict) -> None:
     """A row imported from another harness (harness import): its note leads the row's flags (shown
     beside the run, in the exports), and it never gets a paired interval (no per-sample data)."""
-    from harness.imports import imported_source, note
+    from harness.core.imported import imported_source, note
 
     src = imported_source(run)
     if src is None:

@@ -16,7 +16,7 @@ import json
 import math
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 DELTA1 = 0  # the shift whose per-token terms the diagnostic reports (harness.diagnose.rope.PER_TOKEN_DELTA1)
 _FIX = "pass the rope_diagnostic.json written by `harness diagnose rope` or `harness demo`"

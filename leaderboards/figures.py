@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from leaderboards.svg import PALETTE
 
 FORMATS = ("svg", "pdf", "png")
@@ -141,7 +141,7 @@ def _metadata(fmt: str, name: str) -> dict:
 
 
 def _mpl_length(ax, block: dict, label: str) -> None:
-    from tasks.lengths import format_length
+    from harness.core.lengths import format_length
 
     lengths = sorted({p[0] for s in block["by_length"] for p in s["points"]})
     for i, s in enumerate(block["by_length"]):
@@ -190,7 +190,7 @@ def _mpl_step(ax, s: dict, label: str) -> None:
 
 
 def _mpl_eff(ax, e: dict, label: str) -> None:
-    from tasks.lengths import format_length
+    from harness.core.lengths import format_length
 
     lengths = e["lengths"]
     rungs = ["< " + format_length(lengths[0])] + [format_length(L) for L in lengths]

@@ -16,8 +16,8 @@ paired are resampled independently per run (an unpaired bootstrap), and the titl
 
 from __future__ import annotations
 
-from harness import stats
-from harness.paired import cell_replicates, mean_of, paired_replicates, shared_indices
+from harness.core import stats
+from harness.core.paired import cell_replicates, mean_of, paired_replicates, shared_indices
 
 _SUMMARY_WEIGHTS = ("avg", "wavg_inc", "wavg_dec")
 

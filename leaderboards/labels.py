@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.lengths import format_length as _format_length
+from harness.core.lengths import format_length as _format_length
 
 # Suite labels, "higher is better" and the column-group order are declared by the suites
 # themselves (tasks.registry.register_suite); unknown suites show their own name.

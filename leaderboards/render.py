@@ -30,7 +30,7 @@ def environment():
 
 def render_html(board: dict, generated: str | None = None) -> str:
     from harness import __version__
-    from harness.provenance import now_iso
+    from harness.core.provenance import now_iso
     from leaderboards.export import table_data, to_markdown
     from leaderboards.svg import depth_heatmap
 

@@ -4,7 +4,7 @@
     series = chart_series(runs, threshold=None)
     series["suites"][0]   # {"suite", "label", "threshold", "by_length", "by_step", "eff_by_step"}
 
-A suite is charted when its block's lengths are context lengths (harness.aggregate's
+A suite is charted when its block's lengths are context lengths (harness.pipeline.aggregate's
 suite_length_controlled: not a suite stored at length 0, nor one marked length_controlled false)
 and it has at least two of them: RULER, NoLiMa, a `--tasks` selection ("custom"), a HELMET-like
 suite alike. The page's SVG charts and the figure files (leaderboards.figures) draw these blocks,
@@ -20,7 +20,7 @@ from leaderboards.intervals import cell_interval
 
 def length_controlled(suite: dict) -> bool:
     """Whether a results suite block's lengths are context lengths (the block's own flag, else
-    anything but length 0 alone), as harness.aggregate decides it for the spec."""
+    anything but length 0 alone), as harness.pipeline.aggregate decides it for the spec."""
     if suite.get("length_controlled") is False:
         return False
     return sorted({int(L) for L in suite.get("lengths") or suite.get("per_length") or []}) not in ([], [0])
@@ -114,7 +114,7 @@ def _window(suite: dict, counts: Counter) -> list[int] | None:
 def _eff_by_step(run: dict, name: str, threshold: float | None) -> dict | None:
     """The effective length at each checkpoint step (the run's one definition, per step's means);
     None with fewer than two steps or no threshold."""
-    from harness.aggregate import effective_length_value
+    from harness.core.effective_length import effective_length_value
 
     table = _step_table(run["suites"][name])
     if not table or threshold is None:

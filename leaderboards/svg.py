@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from tasks.lengths import format_length
+from harness.core.lengths import format_length
 
 # Okabe–Ito: distinguishable with the common colour-vision deficiencies (yellow dropped: unreadable on white).
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#7F7F7F", "#000000"]

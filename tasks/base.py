@@ -101,7 +101,7 @@ class Task:
 
     def set_protocol(self, name: str) -> None:
         """Choose the input protocol (before any other call); a name the task lacks is a UserError."""
-        from harness.errors import UserError
+        from harness.core.errors import UserError
 
         if not self.protocols:
             return
@@ -143,7 +143,7 @@ class Task:
         return True
 
     def check_available(self) -> None:
-        """Raise harness.errors.TaskUnavailable (naming the fix) when a data source is missing."""
+        """Raise harness.core.errors.TaskUnavailable (naming the fix) when a data source is missing."""
 
     def dataset_hash(self) -> str:
         """Hash of the data sources' contents (essays, SQuAD files, ...); '' when none are used."""
@@ -164,7 +164,7 @@ class Task:
     def follow_up(self, sample: Sample, first: str) -> Sample | None:
         """A second generation that reads the first one's output, or None (the default: one step).
         LongBench v2's chain of thought: the reasoning goes into an answer prompt; the answer is
-        scored, the reasoning is kept in the record's metadata (harness.jobs)."""
+        scored, the reasoning is kept in the record's metadata (harness.pipeline.jobs)."""
         return None
 
     def evaluate_with_runner(

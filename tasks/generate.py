@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Literal
 
+from harness.models.tokenization import tokenizer_fingerprint
 from tasks.base import Sample, Task
-from tasks.tokenization import tokenizer_fingerprint
 
 DEFAULT_SEED = 42
 
@@ -42,7 +42,7 @@ def _cache_path(cache_dir: Path, task: Task, length: int, key: str) -> Path:
 
 
 def _read_cache(path: Path) -> dict[int, Sample]:
-    from harness.paths import read_regular
+    from harness.core.paths import read_regular
 
     out: dict[int, Sample] = {}
     if not path.exists():
@@ -64,7 +64,7 @@ def _read_cache(path: Path) -> dict[int, Sample]:
 
 
 def _write_cache(path: Path, samples: dict[int, Sample]) -> None:
-    from harness.atomic import atomic_write
+    from harness.core.atomic import atomic_write
 
     # atomic: concurrent writers never leave a torn file; a full disk leaves no temp file
     atomic_write(path, "".join(samples[i].to_json() + "\n" for i in sorted(samples)))

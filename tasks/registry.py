@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from typing import TypeVar
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from tasks.base import Task
 
 T = TypeVar("T", bound=Task)

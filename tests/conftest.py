@@ -41,7 +41,7 @@ def _data_variables_restored():
 @pytest.fixture(scope="session")
 def bpe_tokenizer_dir(tmp_path_factory):
     """A small byte-level BPE (vocab 4096) that prepends BOS."""
-    from harness.embedded import build_tokenizer
+    from harness.models.embedded import build_tokenizer
 
     return build_tokenizer(tmp_path_factory.mktemp("tok-bpe"))
 
@@ -49,21 +49,21 @@ def bpe_tokenizer_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def byte_tokenizer_dir(tmp_path_factory):
     """A pure byte tokenizer that adds no BOS."""
-    from harness.embedded import build_byte_tokenizer
+    from harness.models.embedded import build_byte_tokenizer
 
     return build_byte_tokenizer(tmp_path_factory.mktemp("tok-byte"))
 
 
 @pytest.fixture(scope="session")
 def bpe_tokenizer(bpe_tokenizer_dir):
-    from tasks.tokenization import load_tokenizer
+    from harness.models.tokenization import load_tokenizer
 
     return load_tokenizer(str(bpe_tokenizer_dir))
 
 
 @pytest.fixture(scope="session")
 def byte_tokenizer(byte_tokenizer_dir):
-    from tasks.tokenization import load_tokenizer
+    from harness.models.tokenization import load_tokenizer
 
     return load_tokenizer(str(byte_tokenizer_dir))
 
@@ -71,6 +71,6 @@ def byte_tokenizer(byte_tokenizer_dir):
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory, bpe_tokenizer_dir):
     """A random 2-layer Llama (hidden 64, head_dim 32) with the BPE tokenizer beside it."""
-    from harness.embedded import build_tiny_llama
+    from harness.models.embedded import build_tiny_llama
 
     return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"), bpe_tokenizer_dir)

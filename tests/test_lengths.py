@@ -1,9 +1,9 @@
-"""tasks.lengths: the length syntax every command shares."""
+"""harness.core.lengths: the length syntax every command shares."""
 
 import pytest
 
-from harness.errors import UserError
-from tasks.lengths import format_length, parse_length, parse_lengths
+from harness.core.errors import UserError
+from harness.core.lengths import format_length, parse_length, parse_lengths
 
 
 def test_ranges_double_and_lists_merge():

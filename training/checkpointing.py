@@ -8,13 +8,13 @@ one process.
 Every directory (checkpoint or state) is written the same way, so that a process killed at any
 moment never leaves a half-written or half-deleted one under its final name:
   1. write everything into <run>/.tmp-<name>/, an in-progress marker first, a completion marker
-     (harness.checkpoints.COMPLETE_FILE: the files it holds) last, then the in-progress marker removed;
+     (harness.models.checkpoints.COMPLETE_FILE: the files it holds) last, then the in-progress marker removed;
   2. rename an existing <name> aside to .old-<name>;
   3. rename .tmp-<name> to <name>;
   4. delete .old-<name>.
 `recover` (run at the start of every run) finishes or undoes a replacement that was interrupted
 between 2 and 4 and deletes leftover temporary directories. `harness eval` skips directories that
-are not complete (harness.checkpoints.incomplete_reason).
+are not complete (harness.models.checkpoints.incomplete_reason).
 
 The full state (model, optimizer, scheduler, RNG streams, data position, step) lives under
 <run>/state/step-<N>/state.pt; <run>/state/latest names the newest complete one. The two newest
@@ -46,9 +46,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.checkpoints import COMPLETE_FILE, IN_PROGRESS_FILE
-from harness.errors import UserError
-from harness.pickled import refusal, refused_objects
+from harness.core.errors import UserError
+from harness.core.pickled import refusal, refused_objects
+from harness.models.checkpoints import COMPLETE_FILE, IN_PROGRESS_FILE
 
 SCHEMA_VERSION = 1
 META_NAME = "harness_training.json"
@@ -331,7 +331,7 @@ def training_meta(
     job: dict,
 ) -> dict:
     """harness_training.json without its step (docs/contracts.md); `job` is the whole run config."""
-    from harness.provenance import git_hash, package_version
+    from harness.core.provenance import git_hash, package_version
 
     return {
         "schema_version": SCHEMA_VERSION,

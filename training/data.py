@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 TEXT_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
 TOKEN_SUFFIXES = (".npy", ".bin")
@@ -45,7 +45,7 @@ class TokenizedDoc:
 
 def anchor_id(tokenizer) -> int:
     """BOS when the tokenizer prepends BOS, else EOS (the paper's choice for Qwen)."""
-    from tasks.tokenization import adds_bos
+    from harness.models.tokenization import adds_bos
 
     if adds_bos(tokenizer):
         return tokenizer.bos_token_id
@@ -61,7 +61,7 @@ def _suffix(path: Path) -> str:
 
 def _regular(path: Path) -> Path:
     """path, if a regular file: a FIFO or device among the data would block or never end the read."""
-    from harness.paths import file_kind
+    from harness.core.paths import file_kind
 
     kind = file_kind(path.stat().st_mode)
     if kind:
@@ -138,7 +138,7 @@ def _records_hub(name: str) -> Iterator[dict]:
     try:
         import datasets
     except ImportError:
-        from harness.errors import MissingExtra
+        from harness.core.errors import MissingExtra
 
         raise MissingExtra("reading a hub dataset", "pip install datasets") from None
     name, _, split = name.partition("@")
@@ -273,7 +273,7 @@ def load_documents(
 def _main() -> None:
     import argparse
 
-    from harness.sources import model_tokenizer
+    from harness.models.sources import model_tokenizer
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("source")

@@ -26,7 +26,7 @@ def build_tokenizer(out_dir: str | Path, vocab_size: int = VOCAB_SIZE) -> Path:
     """Byte-level BPE with BOS, single-digit pre-tokens, merges from demo-corpus text."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from harness.embedded import SPECIALS, save_with_bos
+    from harness.models.embedded import SPECIALS, save_with_bos
     from training.demo_corpus import documents
 
     tok = Tokenizer(models.BPE())
@@ -48,7 +48,7 @@ def build_initial_model(
     out_dir: str | Path, *, layers: int = 2, hidden: int = 128, heads: int = 8, max_len: int = 8192, seed: int = 0
 ) -> Path:
     """The tokenizer and a random Llama (untied embeddings) in one save_pretrained directory."""
-    from harness.embedded import build_tiny_llama
+    from harness.models.embedded import build_tiny_llama
 
     out_dir = Path(out_dir)
     build_tokenizer(out_dir)

@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 if TYPE_CHECKING:
     import torch

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from harness.errors import MissingExtra, UserError
+from harness.core.errors import MissingExtra, UserError
 
 LOG_NAME = "log.jsonl"
 TENSORBOARD_DIR = "tensorboard"

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from training.config import TrainJob
 from training.model_files import load_model, load_tokenizer_for
 
@@ -99,7 +99,7 @@ def parse_mixture(spec: str, seed: int):
     --domain-tags value, else its data file's stem (training.data); without SOURCE=SHARE items each
     source keeps its share of tokens in the original data.
     """
-    from harness.validate import ascii_float
+    from harness.core.validate import ascii_float
     from training.mixture import DEFAULT_LONG_THRESHOLD, DEFAULT_LONG_WEIGHT, MixtureConfig, parse_shares
 
     opts: dict[str, Any] = {

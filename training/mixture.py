@@ -23,7 +23,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 DEFAULT_LONG_THRESHOLD = 4096
 # Fu et al. give no single weight: it is the knob that sets how much long data the mix holds.
@@ -77,7 +77,7 @@ class MixtureReport:
 
 def parse_shares(text: str) -> dict[str, float]:
     """'C4=0.2,CommonCrawl=0.8' -> {"C4": 0.2, "CommonCrawl": 0.8}; must sum to 1."""
-    from harness.validate import ascii_float
+    from harness.core.validate import ascii_float
 
     shares: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -155,7 +155,7 @@ def build_mixture(docs: Iterable, config: MixtureConfig) -> tuple[list, MixtureR
 def _main() -> None:
     import argparse
 
-    from harness.sources import model_tokenizer
+    from harness.models.sources import model_tokenizer
     from training.data import load_documents
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -20,8 +20,8 @@ import pickle
 import re
 from pathlib import Path
 
-from harness.errors import UserError
-from harness.pickled import check_pickled_weights, refused_load
+from harness.core.errors import UserError
+from harness.core.pickled import check_pickled_weights, refused_load
 from training.config import TrainJob
 
 _FIX = "pass --model with a save_pretrained directory (config.json, weights, tokenizer files)"
@@ -41,14 +41,14 @@ def check_model_path(path: str) -> bool:
 
 def check_safetensors(path: Path) -> None:
     """UserError when `path` is not a complete safetensors file (see the module docstring)."""
-    from harness.sources.config_schema import safetensors_shapes
+    from harness.models.sources.config_schema import safetensors_shapes
 
     safetensors_shapes(path)
 
 
 def check_model_dir(path: Path) -> None:
     """A local --model directory: config.json, weights and their headers (see the module docstring)."""
-    from harness.checkpoints import incomplete_reason, weight_files
+    from harness.models.checkpoints import incomplete_reason, weight_files
 
     why = incomplete_reason(path)
     if why is not None:  # a checkpoint whose writer was killed: continuing from it would fail or mislead
@@ -79,7 +79,7 @@ def check_model_dir(path: Path) -> None:
             check_safetensors(f)
         else:
             check_pickled_weights(f)
-    from harness.sources.config_schema import check_shapes, validate_config
+    from harness.models.sources.config_schema import check_shapes, validate_config
 
     # wrong types, NaN rope theta, weights of another shape: one line now, not a traceback later
     check_shapes(path, validate_config(data, str(config)))
@@ -87,8 +87,8 @@ def check_model_dir(path: Path) -> None:
 
 def load_tokenizer_for(job: TrainJob):
     """The tokenizer of the model directory (checked first), with errors that name --model."""
-    from harness.sources import model_file_source
-    from tasks.tokenization import load_tokenizer
+    from harness.models.sources import model_file_source
+    from harness.models.tokenization import load_tokenizer
 
     src = model_file_source(job.model.path)  # a GGUF file or packaged model: checked by its source
     if src is not None:
@@ -119,7 +119,7 @@ def load_model(job: TrainJob, device):
     from safetensors import SafetensorError
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from harness.sources import load_target, model_file_source
+    from harness.models.sources import load_target, model_file_source
 
     path = job.model.path
     src = model_file_source(path)  # a GGUF file or packaged model (else a folder or hub name)

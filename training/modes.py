@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 if TYPE_CHECKING:
     import torch

@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 ANCHOR_SEGMENT = 0
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 if TYPE_CHECKING:  # typing.Self is 3.11+; requires-python is >=3.10
     from typing_extensions import Self

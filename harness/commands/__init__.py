@@ -3,7 +3,7 @@
 Each module here is one subcommand and defines:
     HELP: str                      one line for `harness --help`
     add_arguments(parser) -> None  its flags
-    run(args) -> int               the work; raise harness.errors.UserError for user mistakes
+    run(args) -> int               the work; raise harness.core.errors.UserError for user mistakes
 
 Modules import only the standard library and light project modules at the top level (torch,
 transformers, vllm are imported inside `run`), so `harness --help` stays fast and works without

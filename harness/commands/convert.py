@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 HELP = "convert a GGUF file (or a packaged model name) into a save_pretrained folder of safetensors"
 
@@ -35,15 +35,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from harness.sources import source_for
-    from harness.sources.gguf import GGUFSource, convert_gguf
+    from harness.models.sources import source_for
+    from harness.models.sources.gguf import GGUFSource, convert_gguf
 
     out = Path(args.out)
     if not args.out.strip():
         raise UserError("--out is empty: pass the folder to write")
     if out.exists():
         raise UserError(f"--out {out} already exists: pass a new folder (nothing was written)")
-    from harness.paths import check_out
+    from harness.core.paths import check_out
 
     check_out(args.out)  # control characters, a file in the way, a read-only place: before the conversion
     src = source_for(args.source)

@@ -21,7 +21,7 @@ HELP = "train full and anchor runs from one base model, evaluate them and the ba
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from harness.demo import DEFAULT_LENGTHS, DEFAULT_TASKS, DemoConfig
-    from harness.runners.registry import backend_help, backend_names
+    from harness.models.runners.registry import backend_help, backend_names
 
     d = DemoConfig()
     g = p.add_argument_group("model and data")
@@ -172,8 +172,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.core.validate import require_above, require_at_least
     from harness.demo import config_from_args, run_demo
-    from harness.validate import require_above, require_at_least
 
     # The int flags are checked with the rest of the config in harness.demo.validate.
     require_at_least((("--seed", args.seed, 0),))

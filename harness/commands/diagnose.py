@@ -16,9 +16,9 @@ import argparse
 import pickle
 import re
 
-from harness.errors import UserError
-from harness.pickled import refused_load
-from harness.validate import MAX_COUNT, require_at_most
+from harness.core.errors import UserError
+from harness.core.pickled import refused_load
+from harness.core.validate import MAX_COUNT, require_at_most
 
 # Largest position (shift, delta2, sequence length) the diagnostic takes: 1M, the longest RULER length.
 MAX_POSITION = 1024 * 1024
@@ -63,7 +63,7 @@ def _int_list(text: str, flag: str, minimum: int) -> tuple[int, ...]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from harness.validate import unique_list
+    from harness.core.validate import unique_list
 
     sub = p.add_subparsers(dest="diagnostic", metavar="DIAGNOSTIC", required=True, parser_class=type(p))
     r = sub.add_parser(
@@ -181,7 +181,7 @@ def _load_model(path: str, dtype: str, device):
     from transformers import AutoModelForCausalLM
 
     from harness.diagnose.precision import torch_dtype
-    from harness.sources import load_target, model_file_source
+    from harness.models.sources import load_target, model_file_source
 
     src = model_file_source(path)  # a GGUF file or packaged model: loaded through its source
     target = load_target(src.checkpoint.path if src is not None else path)
@@ -200,8 +200,8 @@ def _load_model(path: str, dtype: str, device):
 def _run_rope(args) -> int:
     import os
 
+    from harness.core.paths import check_out
     from harness.diagnose.precision import canonical_dtype
-    from harness.paths import check_out
 
     check_out(args.out)
     settings = _settings(args)
@@ -211,7 +211,7 @@ def _run_rope(args) -> int:
         raise UserError(f"--dtypes: {exc}") from None
     if not dtypes:
         raise UserError("--dtypes is empty: pass e.g. bf16,fp32")
-    from harness.sources import check_same_tokenizer, model_file_source, source_for
+    from harness.models.sources import check_same_tokenizer, model_file_source, source_for
 
     model_files, checked = {}, []
     for path in args.ckpt:
@@ -240,7 +240,7 @@ def _run_rope(args) -> int:
     from harness.diagnose.report import write_report
     from harness.diagnose.rope import measure
     from harness.diagnose.text import token_samples
-    from harness.sources import model_tokenizer
+    from harness.models.sources import model_tokenizer
 
     device = _device(args.device)
     check_kernel(settings.kernel, device)

@@ -6,7 +6,7 @@ WARN / FAIL / SKIP with the fix, then runs a few canaries for real; it exits 1 o
     harness doctor --ckpts smollm2-135m-instruct --chat --lengths 1k
     harness doctor --backend openai --base-url http://127.0.0.1:8000/v1 --model NAME --lengths 128k
 
-The checks are listed in docs/doctor.md; the module is harness/doctor.py.
+The checks are listed in docs/doctor.md; the module is harness/pipeline/doctor.py.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.commands.eval import config_from_args
-    from harness.doctor import FAIL, run_checks
-    from harness.errors import UserError
+    from harness.core.errors import UserError
+    from harness.pipeline.doctor import FAIL, run_checks
 
     if args.canaries < 0:
         raise UserError(f"--canaries {args.canaries}: pass 0 or a positive number of samples")

@@ -8,7 +8,7 @@
 
 Per-sample results go to <out>/samples.jsonl (default out: results/<name>); the same command
 re-run resumes where a killed run stopped. The averaged table is printed and written to
-<out>/results.json (`harness report <out>` re-prints it). The loop is harness/evaluate.py.
+<out>/results.json (`harness report <out>` re-prints it). The loop is harness/pipeline/evaluate.py.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from harness.errors import UserError
-from harness.validate import require_above, require_at_least
+from harness.core.errors import UserError
+from harness.core.validate import require_above, require_at_least
 
 HELP = (
     "evaluate checkpoints (transformers, vLLM) or a served model (OpenAI-compatible API) on suites x lengths, "
@@ -26,7 +26,7 @@ HELP = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from harness.runners.registry import backend_help, backend_names
+    from harness.models.runners.registry import backend_help, backend_names
 
     g = p.add_argument_group("what to evaluate")
     g.add_argument(
@@ -209,7 +209,7 @@ def _rope_scaling(text: str | None) -> dict | None:
         ) from None
     if not isinstance(value, dict):
         raise UserError('--rope-scaling must be a JSON object, e.g. \'{"rope_type": "linear", "factor": 2.0}\'')
-    from harness.runners.common import check_rope_scaling, normalise_rope_scaling
+    from harness.models.runners.common import check_rope_scaling, normalise_rope_scaling
 
     if not value:  # {} would mean no scaling at all, in silence
         raise UserError('--rope-scaling {} names no rope_type: write e.g. \'{"rope_type": "yarn", "factor": 4.0}\'')
@@ -258,7 +258,7 @@ def _check_rope_keys(rope_scaling: dict) -> None:
 
 def check_numbers(args: argparse.Namespace) -> None:
     """Every numeric flag against its range (NaN/inf rejected), before any work."""
-    from harness.validate import MAX_COUNT, MAX_TOKENS, MAX_WORKERS, require_at_most
+    from harness.core.validate import MAX_COUNT, MAX_TOKENS, MAX_WORKERS, require_at_most
 
     require_at_most(
         (
@@ -300,7 +300,7 @@ _SERVED_ONLY = ("concurrency", "request_timeout", "retries", "api_key_env")
 def _check_given(args: argparse.Namespace) -> None:
     """An empty value (--tokenizer "") and a served-model flag given with a local backend, which
     would ignore it (--concurrency with hf), are one-line errors instead of being accepted in silence."""
-    from harness.runners.registry import is_local
+    from harness.models.runners.registry import is_local
 
     for dest, value in sorted(vars(args).items()):
         if isinstance(value, str) and not value.strip() and dest not in _MAY_BE_EMPTY:
@@ -320,7 +320,7 @@ def _check_given(args: argparse.Namespace) -> None:
 def check_args(args: argparse.Namespace) -> None:
     """The checks that need no file or model: numbers, --rope-scaling, the run name and --out.
     (`harness demo` runs them on its eval arguments before it trains anything.)"""
-    from harness.paths import check_out, check_run_name
+    from harness.core.paths import check_out, check_run_name
 
     check_numbers(args)
     _check_given(args)
@@ -332,13 +332,13 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def config_from_args(args: argparse.Namespace):
-    from harness.evaluate import EvalConfig
+    from harness.pipeline.evaluate import EvalConfig
     from tasks import data_sources
     from tasks.registry import all_suites, split_csv
 
     check_args(args)
     data_sources.apply(args)
-    from harness.judge import set_judge
+    from harness.models.judge import set_judge
 
     set_judge(args.judge_base_url, args.judge_model, args.judge_api_key_env)
     ckpts, suite, tasks, exclude = args.ckpts, args.suite, split_csv(args.tasks), split_csv(args.exclude)
@@ -346,7 +346,7 @@ def config_from_args(args: argparse.Namespace):
     if lengths is not None and not lengths.strip():  # given but empty: not the default 4k-128k in silence
         raise UserError("--lengths is empty: pass lengths such as 4k-128k or 1k,4k")
     if args.embedded:
-        from harness import embedded_eval
+        from harness.pipeline import embedded_eval
 
         if not ckpts:
             ckpts = embedded_eval.ensure_checkpoints()
@@ -408,11 +408,11 @@ def config_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.evaluate import run_eval
+    from harness.pipeline.evaluate import run_eval
 
     cfg = config_from_args(args)
     if not cfg.no_doctor:
-        from harness.doctor import preflight
+        from harness.pipeline.doctor import preflight
 
         preflight(cfg)  # a broken set-up stops here, before a table of zeros
     results = run_eval(cfg)
@@ -423,7 +423,7 @@ def run(args: argparse.Namespace) -> int:
 def _say_degenerate(results: dict) -> None:
     """The run's last line when its predictions are degenerate as a whole (every one empty, or
     every one ran to max new tokens): the table of zeros above is a set-up problem, not a score."""
-    from harness.degenerate import describe_causes
+    from harness.core.degenerate import describe_causes
 
     d = results.get("degenerate") or {}
     n = d.get("n", 0)

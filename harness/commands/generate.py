@@ -43,16 +43,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from harness.atomic import atomic_write
-    from harness.embedded import default_tokenizer_dir
-    from harness.errors import TaskUnavailable, UserError
-    from harness.paths import check_out
-    from harness.progress import progress_bar
-    from harness.sources import model_tokenizer
-    from harness.validate import MAX_COUNT, require_at_least, require_at_most
+    from harness.core.atomic import atomic_write
+    from harness.core.errors import TaskUnavailable, UserError
+    from harness.core.lengths import format_length, parse_lengths
+    from harness.core.paths import check_out
+    from harness.core.progress import progress_bar
+    from harness.core.validate import MAX_COUNT, require_at_least, require_at_most
+    from harness.models.embedded import default_tokenizer_dir
+    from harness.models.sources import model_tokenizer
     from tasks import data_sources
     from tasks.generate import DEFAULT_SEED, generate_samples
-    from tasks.lengths import format_length, parse_lengths
     from tasks.registry import get_task, resolve_tasks, split_csv
 
     require_at_least((("--samples", args.samples, 1), ("--seed", args.seed, 0)))

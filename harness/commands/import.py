@@ -38,13 +38,14 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from harness.atomic import atomic_write
-    from harness.errors import UserError
-    from harness.imports import import_files, imported_source
+    from harness.core.atomic import atomic_write
+    from harness.core.errors import UserError
+    from harness.core.imported import imported_source
+    from harness.imports import import_files
 
     length = None
     if args.length is not None:
-        from tasks.lengths import parse_length
+        from harness.core.lengths import parse_length
 
         length = parse_length(args.length)
     if args.name is not None and (not args.name.strip() or not args.name.isprintable()):

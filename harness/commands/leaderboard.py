@@ -8,7 +8,7 @@ paths, and leaderboard.tex (a booktabs table, docs/exports.md). With --baseline,
 leaderboard-delta.{csv,md} hold the delta view too. --figures FIGDIR writes the page's charts as
 SVG/PDF/PNG files (outside DIR's managed files; PDF/PNG need the `plots` extra). Paths on the page are
 shown relative to the folder that holds DIR; --rope-diagnostic adds the RoPE-under-bf16 section.
-The files change all or none (harness.atomic.publish_files): each DIR/<file> is a relative symlink
+The files change all or none (harness.core.atomic.publish_files): each DIR/<file> is a relative symlink
 into the current generation under DIR/.generations/, and one rename switches every file at once.
 """
 
@@ -59,8 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.paths import check_out, check_output_file
-    from harness.validate import require_at_least
+    from harness.core.paths import check_out, check_output_file
+    from harness.core.validate import require_at_least
     from leaderboards.build import build, load_runs
     from leaderboards.export import to_csv, to_json, to_markdown
     from leaderboards.figures import parse_formats
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     if board["baseline"]:
         files["leaderboard-delta.csv"] = to_csv(board, "delta")
         files["leaderboard-delta.md"] = to_markdown(board, "delta")
-    from harness.atomic import publish_files
+    from harness.core.atomic import publish_files
 
     # All or none: a full disk or a kill at any point leaves the previous page and exports whole.
     publish_files(out, files, managed=FILES)

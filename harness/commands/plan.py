@@ -27,7 +27,7 @@ import argparse
 import math
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 HELP = "samples per task and length needed to detect a given difference, and their eval time"
 
@@ -57,7 +57,7 @@ LEVEL_MARGIN = 1e-6
 
 
 def _check(args: argparse.Namespace) -> None:
-    from harness.validate import MAX_COUNT
+    from harness.core.validate import MAX_COUNT
 
     if not (math.isfinite(args.delta) and MIN_DELTA <= args.delta <= MAX_DELTA):
         raise UserError(
@@ -75,8 +75,8 @@ def _check(args: argparse.Namespace) -> None:
 
 def load_with_samples(target: str, flag: str) -> dict:
     """A run's results with per-sample scores: its results.json (schema 2), else its samples.jsonl."""
-    from harness.aggregate import results_from_store
     from harness.commands.report import load_any
+    from harness.pipeline.aggregate import results_from_store
     from tasks.registry import all_suites
 
     results = load_any(target, None)
@@ -129,8 +129,8 @@ def plan(
     base: dict, against: dict | None, delta: float, alpha: float, power: float, checkpoints: int | None
 ) -> list[dict]:
     """One row per (suite, task or suite average, length): variance, samples needed, time per run."""
-    from harness.paired import shared_indices
-    from harness.stats import samples_needed
+    from harness.core.paired import shared_indices
+    from harness.core.stats import samples_needed
 
     paired = against is not None
     k = checkpoints or max(1, len(base["run"].get("checkpoints") or []))
@@ -206,7 +206,7 @@ def _fmt_time(seconds: float | None) -> str:
 
 
 def format_plan(rows: list[dict], args: argparse.Namespace, k: int) -> str:
-    from tasks.lengths import format_length
+    from harness.core.lengths import format_length
 
     kind = "paired (variance of per-sample differences)" if args.against else "unpaired (two independent runs)"
     head = [

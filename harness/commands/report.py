@@ -21,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 HELP = "re-print the results table from results.json, a run directory or samples.jsonl"
 
@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _is_store(path: Path) -> bool:
     """A file whose first line is a results-store header (whatever its name)."""
-    from harness.paths import open_regular
+    from harness.core.paths import open_regular
 
     try:
         with os.fdopen(open_regular(path), "rb") as f:  # a FIFO: not a store (and never a hang)
@@ -79,7 +79,8 @@ def _suite_tasks() -> dict[str, list[str]]:
 
 
 def load_any(target: str, threshold: float | None) -> dict:
-    from harness.aggregate import DEFAULT_THRESHOLD, apply_threshold, load_results, results_from_store
+    from harness.core.results_file import load_results
+    from harness.pipeline.aggregate import DEFAULT_THRESHOLD, apply_threshold, results_from_store
 
     path = Path(target)
     if path.is_dir():
@@ -98,8 +99,8 @@ def load_any(target: str, threshold: float | None) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.table import format_table
-    from harness.validate import require_at_least
+    from harness.core.validate import require_at_least
+    from harness.pipeline.table import format_table
 
     require_at_least((("--threshold", args.threshold, 0),))
     if args.threshold is not None and args.threshold > 100:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.errors import UserError
-from harness.validate import MAX_COUNT, MAX_TOKENS, MAX_WORKERS, require_above, require_at_least, require_at_most
+from harness.core.errors import UserError
+from harness.core.validate import MAX_COUNT, MAX_TOKENS, MAX_WORKERS, require_above, require_at_least, require_at_most
 from training.config import DTYPES, KERNEL_CHOICES  # dataclasses only: keeps --help light
 from training.modes import INTERLEAVE_MODES, MODES  # no torch at import: keeps --help light
 
@@ -24,7 +24,7 @@ HELP = "continue pretraining a causal LM on packed long windows (anchor, intrado
 
 
 def _betas(text: str) -> tuple[float, float]:
-    from harness.validate import ascii_float
+    from harness.core.validate import ascii_float
 
     try:
         b1, b2 = (ascii_float(x) for x in text.split(","))
@@ -117,7 +117,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def job_from_args(args):
-    from harness.paths import check_apart, check_out
+    from harness.core.paths import check_apart, check_out
     from training.config import CheckpointConfig, DataConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TrainJob
 
     # Every numeric flag: a lower bound, NaN and infinity rejected (None = not given).

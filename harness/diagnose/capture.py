@@ -24,7 +24,7 @@ import itertools
 from contextlib import contextmanager
 from types import SimpleNamespace
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 KERNELS = ("eager", "sdpa", "varlen")
 _names = itertools.count()

@@ -46,7 +46,7 @@ def require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        from harness.errors import MissingExtra
+        from harness.core.errors import MissingExtra
 
         raise MissingExtra("PNG plots (pass --no-plots to skip them)", "pip install matplotlib") from None
 
@@ -100,7 +100,7 @@ def _save_png(fig, path: Path) -> None:
     """The figure rendered in memory, then written atomically (a full disk keeps the old image)."""
     import io
 
-    from harness.atomic import atomic_write
+    from harness.core.atomic import atomic_write
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
@@ -229,11 +229,11 @@ def _html(result: dict, images: list[Path]) -> str:
 
 def write_report(result: dict, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
     """Write the JSON, the PNGs (when `plots`) and the HTML page; return their paths by kind."""
-    from harness.provenance import provenance
+    from harness.core.provenance import provenance
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    from harness.atomic import atomic_write
+    from harness.core.atomic import atomic_write
 
     full = {
         "schema_version": SCHEMA_VERSION,

@@ -50,6 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.core.errors import UserError
 from harness.diagnose.capture import (
     attention_layers,
     capture_attention,
@@ -68,7 +69,6 @@ from harness.diagnose.precision import (
     rope_cos_sin,
     torch_dtype,
 )
-from harness.errors import UserError
 
 if TYPE_CHECKING:
     import torch

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 SEPARATOR = "\n\n"
 _MAX_CORPUS_DOCS = 200_000

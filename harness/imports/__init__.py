@@ -28,7 +28,8 @@ import re
 import statistics
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
+from harness.core.imported import note
 from harness.imports.cells import Cell, Source, loads_json
 
 FORMATS = ("lm-eval", "ruler", "helmet")
@@ -129,7 +130,8 @@ def _suite_tasks(suite: str, tasks: list[str]) -> list[str]:
 
 
 def _suite_block(suite: str, cells: list[Cell], protocol: dict | None) -> dict:
-    from harness.aggregate import DEFAULT_THRESHOLD, effective_length
+    from harness.core.effective_length import effective_length
+    from harness.pipeline.aggregate import DEFAULT_THRESHOLD
     from tasks.suites import suite_categories
 
     by_task: dict[str, dict[int, Cell]] = {}
@@ -204,23 +206,12 @@ def run_name(source: Source) -> str:
     return name or "imported"
 
 
-def note(source: dict) -> str:
-    """The leaderboard's line for an imported row: which harness and how it builds its inputs."""
-    harness = source.get("harness") or "another harness"
-    version = source.get("version")
-    protocols = source.get("protocol") or {}
-    summaries = list(dict.fromkeys(p.get("summary") for p in protocols.values() if isinstance(p, dict)))
-    text = f"imported from {harness}" + (f" {version}" if version else "")
-    shown = "; ".join(s for s in summaries if s)
-    return text + (f" (protocol: {shown})" if shown else "") + ": no per-sample data, never in a paired test"
-
-
 def build_results(cells: list[Cell], source: Source, name: str | None = None) -> dict:
     """The results.json of the imported cells (validated with the one schema)."""
     from datetime import datetime, timezone
 
-    from harness.provenance import git_hash, package_version
-    from harness.results_schema import SCHEMA_VERSION, validate_results
+    from harness.core.provenance import git_hash, package_version
+    from harness.core.results_schema import SCHEMA_VERSION, validate_results
 
     if not cells:
         files = ", ".join(f["file"] for f in source.files)
@@ -272,9 +263,3 @@ def import_files(
 ) -> dict:
     cells, source = read_files(paths, fmt, length)
     return build_results(cells, source, name)
-
-
-def imported_source(run: dict) -> dict | None:
-    """provenance.source of an imported results.json (None for a run of ours)."""
-    src = (run.get("provenance") or {}).get("source")
-    return src if isinstance(src, dict) and isinstance(src.get("harness"), str) else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.imports.cells import Cell, Source, loads_json, number, percent
 
 _WHAT = "a HELMET output <dataset>_..._in<L>_...json or its .json.score (written by HELMET's eval.py)"

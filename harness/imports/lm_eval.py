@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.imports.cells import Cell, Source, loads_json, number, percent
 
 _RULER = {

@@ -19,7 +19,7 @@ import csv
 import io
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.imports.cells import Cell, Source, number, percent
 
 _WHAT = "a RULER summary.csv / summary-<task>.csv (written by scripts/eval/evaluate.py)"

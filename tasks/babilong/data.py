@@ -8,7 +8,7 @@ Offline: `--babilong-data DIR` or HARNESS_BABILONG=DIR holding
                        which the reference samples its background text from)
 Online, with no folder given: the bAbI test questions of the hub dataset RMT-team/babilong-1k-samples
 (config 0k: the facts alone) and PG19's test split from the hub dataset deepmind/pg19, through
-tasks.hub (offline or without a connection it fails at once). Without PG19 text the tasks with
+harness.core.hub (offline or without a connection it fails at once). Without PG19 text the tasks with
 background text are unavailable, never run on another text; the 0K tasks (facts only) need no PG19.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.data.reader import decode, read_bytes
 
 ENV_VAR = "HARNESS_BABILONG"
@@ -131,7 +131,7 @@ def _questions(task: str, root: str | None) -> tuple[tuple[Question, ...], str]:
             raise TaskUnavailable(f"BABILong {task}: no {TASK_FILES[task]}_test.txt in {root}: {_fix()}")
         raw = read_bytes(path, _fix())  # a regular file (never a FIFO that blocks the read)
         return parse_babi(decode(raw, path, _fix()), str(path)), hashlib.sha256(raw).hexdigest()[:16]
-    from tasks import hub
+    from harness.core import hub
 
     try:
         rows = hub.load_dataset(HUB_BABI, "0k", split=task)
@@ -171,7 +171,7 @@ def _books(root: str | None) -> Books:
                     raise TaskUnavailable(f"the PG19 books in {d} are empty or tiny: {_fix()}")
                 return Books(tuple(texts), digest.hexdigest()[:16], str(d))
         raise TaskUnavailable(f"BABILong: no PG19 text (pg19/*.txt) in {root}: {_fix()}")
-    from tasks import hub
+    from harness.core import hub
 
     try:
         rows = hub.load_dataset(HUB_PG19, split="test")

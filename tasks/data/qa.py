@@ -27,8 +27,8 @@ from typing import IO, Any
 
 from pydantic import ConfigDict, StrictStr, TypeAdapter, ValidationError
 
-from harness.errors import TaskUnavailable
-from harness.results_schema import describe
+from harness.core.errors import TaskUnavailable
+from harness.core.results_schema import describe
 from tasks.data.reader import DataFileError, Row, check_regular, decode_json, open_binary, parse_json
 
 
@@ -214,7 +214,7 @@ def _hotpotqa_streamed(path: Path) -> tuple[list[dict], list[str], str] | None:
 
 def _from_hub(name: str):
     """The hub copies converted to the official JSON layout (only when online)."""
-    from tasks import hub
+    from harness.core import hub
 
     try:
         hub.check()  # offline or unreachable: None at once, without a request

@@ -29,8 +29,8 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from harness.errors import TaskUnavailable
-from harness.paths import NotARegularFile, file_kind, open_regular
+from harness.core.errors import TaskUnavailable
+from harness.core.paths import NotARegularFile, file_kind, open_regular
 
 
 class DataFileError(TaskUnavailable):
@@ -59,7 +59,7 @@ def check_regular(path: str | os.PathLike, fix: str) -> Path:
 
 
 def open_binary(path: str | os.PathLike, fix: str) -> BinaryIO:
-    """A regular file opened for reading in binary (harness.paths.open_regular: checked before
+    """A regular file opened for reading in binary (harness.core.paths.open_regular: checked before
     opening and on the descriptor after; a FIFO swapped in between cannot hang the open)."""
     p = check_regular(path, fix)
     try:
@@ -107,7 +107,7 @@ def read_text(path: str | os.PathLike, fix: str) -> str:
 
 
 def _problem(exc: ValidationError) -> str:
-    from harness.results_schema import describe
+    from harness.core.results_schema import describe
 
     return describe(exc)
 

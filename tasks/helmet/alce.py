@@ -23,7 +23,7 @@ import random
 from functools import lru_cache
 from typing import ClassVar
 
-from harness.errors import TaskUnavailable, UserError
+from harness.core.errors import TaskUnavailable, UserError
 from tasks.base import Sample
 from tasks.helmet import data, metrics
 from tasks.helmet import prompts as P

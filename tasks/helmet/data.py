@@ -27,7 +27,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.data.reader import read_bytes
 
 ENV_VAR = "HARNESS_HELMET"

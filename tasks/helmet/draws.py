@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.helmet import data
 
 HELMET_TEST_SAMPLES = 100  # configs/*.yaml max_test_samples

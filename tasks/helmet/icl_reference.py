@@ -17,7 +17,7 @@ import math
 import random
 from functools import lru_cache
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from tasks.base import Sample
 from tasks.helmet.draws import hf_shuffle
 from tasks.icl import data as icl_data

@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import ClassVar
 
-from harness.errors import TaskUnavailable, UserError
+from harness.core.errors import TaskUnavailable, UserError
 from tasks.base import Sample
 from tasks.helmet import data, metrics, reference
 from tasks.helmet import judge_prompts as JP
@@ -43,7 +43,7 @@ SUM_USER = (
 @lru_cache(maxsize=8)
 def _items(kind: str, folder: str | None) -> tuple[tuple[dict, ...], str]:
     def hub():
-        from tasks.hub import load_dataset
+        from harness.core.hub import load_dataset
 
         return load_dataset("xinrongzhang2022/infinitebench", split=f"longbook_{kind}_eng")
 

@@ -1,5 +1,5 @@
 """HELMET's judged categories: LongQA (NarrativeQA) and summarization (Multi-LexSum), scored by a
-model judge behind an OpenAI-compatible API (harness/judge.py; flags --judge-base-url,
+model judge behind an OpenAI-compatible API (harness/models/judge.py; flags --judge-base-url,
 --judge-model). Without a judge they are unavailable with one line naming the flags.
 
 Data (local folder, --helmet-data DIR; online: the hub datasets HELMET loads, through `datasets`):
@@ -28,8 +28,8 @@ import os
 from functools import lru_cache
 from typing import ClassVar
 
-from harness import judge as J
-from harness.errors import TaskUnavailable, UserError
+from harness.core.errors import TaskUnavailable, UserError
+from harness.models import judge as J
 from tasks.base import Sample
 from tasks.helmet import data, reference
 from tasks.helmet import judge_prompts as JP
@@ -76,7 +76,7 @@ def _text(value) -> str:
 @lru_cache(maxsize=4)
 def _narrativeqa(folder: str | None):
     def hub(split):
-        from tasks.hub import load_dataset
+        from harness.core.hub import load_dataset
 
         return lambda: load_dataset("narrativeqa", split=split)
 
@@ -89,7 +89,7 @@ def _narrativeqa(folder: str | None):
 @lru_cache(maxsize=4)
 def _multi_lexsum(folder: str | None):
     def hub(split):
-        from tasks.hub import load_dataset
+        from harness.core.hub import load_dataset
 
         return lambda: load_dataset("allenai/multi_lexsum", name="v20230518", split=split)
 
@@ -192,7 +192,7 @@ class HelmetContextTask(HelmetTask):
 
 
 class HelmetJudgedTask(HelmetContextTask):
-    """A context task scored by the model judge (harness/judge.py)."""
+    """A context task scored by the model judge (harness/models/judge.py)."""
 
     judge_max_tokens: ClassVar[int]
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
-from harness.errors import TaskUnavailable, UserError
+from harness.core.errors import TaskUnavailable, UserError
 from tasks.base import Sample, Task
 from tasks.helmet import data
 from tasks.helmet import prompts as P
@@ -155,7 +155,7 @@ def fit_context(render, context: str, length: int, gen: int, tokenizer) -> tuple
 
     render(context) -> the whole prompt (user + joiner + system). tokens are counted as HELMET's HF
     path counts them without a chat template: tokenizer([prompt]) with its special tokens (BOS)."""
-    from tasks.tokenization import count_tokens
+    from harness.models.tokenization import count_tokens
 
     prompt = render(context)
     n = count_tokens(tokenizer, prompt)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from harness.errors import TaskUnavailable, UserError
+from harness.core.errors import TaskUnavailable, UserError
 from tasks.base import Sample
 from tasks.helmet import data, reference
 from tasks.helmet import prompts as P

@@ -45,7 +45,8 @@ import random
 import uuid
 from typing import ClassVar
 
-from harness.errors import UserError
+from harness.core.errors import UserError
+from harness.models.tokenization import count_tokens
 from tasks.base import Sample
 from tasks.helmet import data, metrics, reference
 from tasks.helmet import prompts as P
@@ -54,7 +55,6 @@ from tasks.helmet.reference import ReferenceProtocol
 from tasks.icl.tasks import largest_fitting
 from tasks.registry import register_task
 from tasks.ruler.niah import NIAH_TASKS, NiahTask
-from tasks.tokenization import count_tokens
 
 
 def fit_count(render, n_max: int, length: int, max_new_tokens: int, tokenizer, what: str) -> tuple[int, str, int]:

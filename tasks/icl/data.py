@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.data.reader import Row, read_json, read_jsonl
 
 ENV_VAR = "HARNESS_ICL_DATA"
@@ -61,7 +61,7 @@ def _local(folder: Path, name: str):
 
 
 def _hub(name: str):
-    from tasks.hub import load_dataset
+    from harness.core.hub import load_dataset
 
     def rows(ds, label_field):
         return tuple((r["text"], int(r[label_field])) for r in ds)
@@ -91,7 +91,7 @@ def _load(name: str, folder: str | None) -> ICLData:
     if folder:
         train, test, labels = _local(Path(folder), name)
     else:
-        from tasks import hub
+        from harness.core import hub
         from tasks.data_sources import source
 
         try:

@@ -26,12 +26,12 @@ import re
 from functools import lru_cache
 from typing import ClassVar
 
-from harness.errors import UserError
+from harness.core.errors import UserError
+from harness.models.tokenization import count_tokens
 from tasks.base import Sample, Task
 from tasks.icl import data
 from tasks.longbench.metrics import normalize_answer
 from tasks.registry import register_suite, register_task
-from tasks.tokenization import count_tokens
 
 PROMPT = (
     "Use the provided mapping from the text to label to assign a label to the text. "
@@ -241,7 +241,7 @@ def _make(dataset: str, natural: bool) -> type[ICLTask]:
             "name": name,
             "dataset": dataset,
             "natural": natural,
-            "family": "icl-natural" if natural else "icl",  # reported as its own suite (harness/evaluate.py)
+            "family": "icl-natural" if natural else "icl",  # reported as its own suite (harness/pipeline/evaluate.py)
             "__doc__": f"HELMET ICL {dataset}, {'natural labels' if natural else 'labels mapped to random integers'}",
         },
     )

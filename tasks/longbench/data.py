@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.data.reader import Row, read_jsonl
 
 ENV_VAR = "HARNESS_LONGBENCH"
@@ -78,8 +78,8 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 def _from_hub(name: str) -> list[dict]:
     """The hub's copy: the dataset config `name`, else the raw data.zip (script-based hub repos fail
-    on datasets>=4). Every hub request goes through tasks.hub: offline, it fails at once."""
-    from tasks import hub
+    on datasets>=4). Every hub request goes through harness.core.hub: offline, it fails at once."""
+    from harness.core import hub
 
     errors = []
     try:

@@ -19,7 +19,7 @@ trimmed further when pred.py's cut re-encodes over it, and --chat wraps every ta
 
 from __future__ import annotations
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 REFERENCE = "reference"
 EXACT = "exact-length"

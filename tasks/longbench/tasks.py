@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from harness.errors import UserError
+from harness.core.errors import UserError
+from harness.models.tokenization import count_tokens
 from tasks.base import Sample, Task
 from tasks.longbench import data
 from tasks.longbench.metrics import DATASET2METRIC, score_sample
@@ -44,7 +45,6 @@ from tasks.longbench.prompts import (
 from tasks.longbench.protocol import PROTOCOLS, REFERENCE, check_budget, reference_budget
 from tasks.longbench.truncation import default_max_length, middle_truncate
 from tasks.registry import Headline, register_suite, register_task
-from tasks.tokenization import count_tokens
 
 _CATEGORY_OF = {d: cat for cat, ds in CATEGORIES.items() for d in ds}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.tokenization import count_tokens
+from harness.models.tokenization import count_tokens
 
 
 def default_max_length(model_context: int, max_new_tokens: int) -> int:

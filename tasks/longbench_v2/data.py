@@ -2,7 +2,7 @@
 
 Offline: `--longbench-v2-data DIR` or HARNESS_LONGBENCH_V2=DIR, a folder holding data.json (the
 file of the hub dataset THUDM/LongBench-v2, 503 items). Online, with no folder given, the same file
-is downloaded from the hub (tasks.hub: offline, or without a connection, it fails at once).
+is downloaded from the hub (harness.core.hub: offline, or without a connection, it fails at once).
 Records are validated at the boundary: every field pred.py reads must be there with a known value.
 """
 
@@ -14,7 +14,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.data.reader import read_json
 
 ENV_VAR = "HARNESS_LONGBENCH_V2"
@@ -69,7 +69,7 @@ def _load(folder: str | None) -> tuple[tuple[dict, ...], str]:
             raise TaskUnavailable(f"LongBench v2 file {path} not found: {_fix()}")
         items = _read(path)
     else:
-        from tasks import hub
+        from harness.core import hub
 
         try:
             items = _read(Path(hub.download(HUB_REPO, FILE)))

@@ -39,7 +39,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from tasks.base import Sample, Task
 from tasks.longbench_v2 import data
 from tasks.longbench_v2.prompts import (
@@ -59,8 +59,8 @@ from tasks.longbench_v2.truncation import middle_truncate
 PROTOCOLS = ("reference", "exact-length")
 # pred.py: maxlen_map[model], config/model2maxlen.json (every open model it lists: 120000)
 REFERENCE_CAP = 120000
+from harness.models.tokenization import count_tokens
 from tasks.registry import Headline, register_suite, register_task
-from tasks.tokenization import count_tokens
 
 VARIANTS = {"": "LongBench v2", "cot": "LongBench v2 CoT", "nocontext": "LongBench v2 no context"}
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.tokenization import count_tokens
+from harness.models.tokenization import count_tokens
 
 
 def middle_truncate(prompt: str, tokenizer, max_len: int, limit: int | None = None) -> tuple[str, dict[str, Any]]:

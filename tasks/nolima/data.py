@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.data.reader import read_bytes
 
 ENV_VAR = "HARNESS_NOLIMA"
@@ -52,7 +52,7 @@ def data_dir() -> Path | None:
 
 
 def _offline() -> bool:
-    from tasks import hub
+    from harness.core import hub
 
     return hub.offline_reason() is not None
 
@@ -162,7 +162,7 @@ def _local(folder: Path) -> tuple[bytes, list[tuple[str, bytes]]]:
 
 def _hub() -> tuple[bytes, list[tuple[str, bytes]]]:
     try:
-        from tasks import hub
+        from harness.core import hub
 
         def get(name: str) -> bytes:
             return Path(hub.download(HUB_REPO, name, repo_type="dataset")).read_bytes()

@@ -8,7 +8,7 @@ these maximum scores across all question-needle examples ... we define the thres
 base score. Thus, the effective length of a model is the largest tested length that exceeds this
 threshold." The README's Table 3 reports it over its columns 1K..32K, "<1K" when 1K misses.
 
-This differs from harness.aggregate.base_relative_effective_length (the mean of the per-length
+This differs from harness.pipeline.aggregate.base_relative_effective_length (the mean of the per-length
 averages at lengths <= 1K): a per-test maximum is at least the per-length mean, so the paper's
 base is higher whenever tests peak at different short lengths. docs/nolima-parity.md has the
 comparison; the aggregator calls `effective_length` with per-test means (see per_test_means).
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from tasks.lengths import format_length
+from harness.core.lengths import format_length
 
 FRACTION = 0.85
 # The base lengths: NoLiMa's 250, 500 and 1K. A length <= 1024 counts, so an exact-length run's

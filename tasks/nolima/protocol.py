@@ -20,7 +20,7 @@ Anything else (768, 1536, 4097) names no length of the reference: one line, exit
 
 from __future__ import annotations
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 PROTOCOLS = ("reference", "exact-length")
 # run_tests.sh runs these eight configs, in this order

@@ -41,13 +41,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from harness.errors import TaskUnavailable, UserError
+from harness.core.errors import TaskUnavailable, UserError
+from harness.models.tokenization import count_tokens, tokenizer_fingerprint
 from tasks.base import Sample, Task
 from tasks.icl.tasks import largest_fitting
 from tasks.nolima import data
 from tasks.nolima.protocol import PROTOCOLS, REFERENCE_SYSTEM_PROMPT, reference_lengths
 from tasks.registry import Headline, register_suite, register_task
-from tasks.tokenization import count_tokens, tokenizer_fingerprint
 
 DEFAULT_TASK_TEMPLATE = (
     "You will answer a question based on the following book snippet:\n\n{haystack}\n\n"

@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from tasks.data import essays as essays_mod
 from tasks.data.words import cwe_words, words_hash
 from tasks.ruler import templates as T

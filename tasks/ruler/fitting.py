@@ -20,7 +20,7 @@ from typing import Protocol, cast
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 
 def sample_rng(*parts) -> random.Random:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from tasks.data import essays as essays_mod
 from tasks.data.words import adjectives, nouns, random_pair, words_hash
 from tasks.ruler import templates as T
@@ -107,7 +107,7 @@ class EssayCosts:
             tok = hashlib.sha256(counter.backend.to_str().encode()).hexdigest()[:16]
             self.path = Path(cache) / "essay_costs" / f"{tok}-{corpus_hash}.npy"
             try:
-                from harness.paths import read_regular
+                from harness.core.paths import read_regular
 
                 loaded = np.load(io.BytesIO(read_regular(self.path)))  # not a regular file: ignored
                 if loaded.ndim == 1 and loaded[0] == 0 and len(loaded) <= self.W + 1:
@@ -134,7 +134,7 @@ class EssayCosts:
             self._save()
 
     def _save(self) -> None:
-        from harness.atomic import atomic_write
+        from harness.core.atomic import atomic_write
 
         assert self.path is not None
         buf = io.BytesIO()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from tasks.data.qa import load_qa
 from tasks.ruler import templates as T
 from tasks.ruler.common import RulerTask

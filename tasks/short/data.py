@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import Field, StrictInt, StrictStr, model_validator
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.data.reader import Row, read_jsonl
 
 MMLU_ENV = "HARNESS_MMLU"
@@ -85,7 +85,7 @@ def _hash_rows(*splits: list[dict]) -> str:
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    from harness.atomic import atomic_write
+    from harness.core.atomic import atomic_write
 
     atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
@@ -100,7 +100,7 @@ def _rows(env: str, files: list[str], repo: tuple[str, str | None], what: str, r
                 f"{what} file {missing[0]} not found: {env} must name a folder with {', '.join(files)}"
             )
         return [_read_jsonl(p, row) for p in paths]
-    from tasks import hub
+    from harness.core import hub
     from tasks.data_sources import source
 
     fix = source(what.lower()).fix()

@@ -21,7 +21,7 @@ def lm_eval_version() -> str:
 def _runner_lm_class():
     from lm_eval.api.model import LM
 
-    from harness.runners.base import LoglikelihoodRequest
+    from harness.models.runners.base import LoglikelihoodRequest
 
     class RunnerLM(LM):
         """An lm-eval model backed by one of our runners (loglikelihood only)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from tasks.base import Task
 from tasks.registry import register_suite, register_task
 from tasks.short import data

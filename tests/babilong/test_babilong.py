@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.babilong import data
 from tasks.babilong.metrics import compare_answers
 from tasks.babilong.prompts import TASK_LABELS, format_prompt

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from harness.errors import TaskUnavailable, UserError
+from harness.core.errors import TaskUnavailable, UserError
 from tasks.babilong import released
 from tasks.babilong.prompts import format_prompt
 from tasks.base import Sample

@@ -85,7 +85,7 @@ def test_cpu_path_smallest(tmp_path, tiny_llama_dir, capsys):
 
 def test_synthetic_runner_and_bad_section(capsys):
     """Without --model/--samples the runner section builds its own random Llama (byte tokenizer)."""
-    from harness.errors import UserError
+    from harness.core.errors import UserError
 
     gpu_check = _load()
     assert gpu_check.main(["--sections", "runner", "--small", "--per-file", "3"]) == 0
@@ -96,7 +96,7 @@ def test_synthetic_runner_and_bad_section(capsys):
         assert f"row: runner | greedy outputs identical across 2 runs, L={length} | True | ok" in out
         assert f"row: runner | utilisation L={length} | prompt " in out and "of the bf16 matmul peak" in out
     # the decode width at the shortest length and the one nearest 32K (here 256): DECODE_ROWS vs one row
-    from harness.runners.common import DECODE_ROWS
+    from harness.models.runners.common import DECODE_ROWS
 
     for length in (128, 256):
         line = next(
@@ -154,8 +154,8 @@ for name in {gpu_check.ABSENT_ON_GPU_IMAGE!r}:
     sys.modules[name] = None
 sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / "benchmarks")!r}]
 import gpu_check, train_step, diagnose_rope, decode_width, utilisation
-import harness.runners.decode, harness.runners.prefix, harness.runners.common
-import harness.runners.hf, harness.runners.base, harness.embedded, harness.diagnose.rope, harness.errors
+import harness.models.runners.decode, harness.models.runners.prefix, harness.models.runners.common
+import harness.models.runners.hf, harness.models.runners.base, harness.models.embedded, harness.diagnose.rope, harness.core.errors
 import training.attention, training.attention.varlen, training.attention.flex, training.attention.sdpa_doc
 import training.attention.dense, training.modes, training.loop
 from training.attention import register

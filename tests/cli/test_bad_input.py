@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.errors import UserError
-from harness.results_schema import SCHEMA_VERSION
+from harness.core.errors import UserError
+from harness.core.results_schema import SCHEMA_VERSION
 
 
 def _stats(mean, n=2, **extra):
@@ -646,7 +646,7 @@ CASES: list[tuple[str, list[str]]] = [
 
 # Cases that set HARNESS_* variables (data named by the environment instead of a flag).
 ENV_CASES: list[tuple[str, list[str], dict[str, str]]] = [
-    # a hub name with the hub out of reach: one line at once, not ~50 s of retries (tasks/tokenization.py)
+    # a hub name with the hub out of reach: one line at once, not ~50 s of retries (harness/models/tokenization.py)
     ("eval-ckpts-hub-name-offline", _eval(ckpts="no-such-org/no-such-model"), {"HF_HUB_OFFLINE": "1"}),
     *[
         (f"eval-env-ppl-{name}", _eval("--tasks", "ppl"), {"HARNESS_PPL_DATA": f"data/ppl-{name}"})
@@ -873,7 +873,7 @@ def test_a_run_rejected_after_opening_a_new_store_leaves_no_store(tiny_llama_dir
     """The store is opened before samples are generated and models load; a run rejected there (an
     unwritable sample cache, a model that fails to load) leaves no header-only samples.jsonl, and no
     --out folder it created. A store with records is never touched (tests of resumption keep them)."""
-    from harness import evaluate
+    from harness.pipeline import evaluate
 
     monkeypatch.chdir(tmp_path)
     argv = [

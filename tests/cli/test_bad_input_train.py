@@ -147,7 +147,7 @@ def model_no_tokenizer(tmp, model):
 
 
 def model_incomplete_checkpoint(tmp, model):
-    from harness.checkpoints import IN_PROGRESS_FILE
+    from harness.models.checkpoints import IN_PROGRESS_FILE
 
     m = _model_copy(tmp, model)
     (m / IN_PROGRESS_FILE).write_text("")

@@ -2,7 +2,7 @@
 naming the path and the space, exit 2, keep everything finished and leave no temp files; the
 previous leaderboard page survives byte for byte.
 
-Needs root (mount); skipped otherwise, with the reason. The unit tests of harness.atomic that
+Needs root (mount); skipped otherwise, with the reason. The unit tests of harness.core.atomic that
 simulate ENOSPC without a mount are in tests/eval_core/test_atomic.py.
 """
 
@@ -100,7 +100,7 @@ def test_leaderboard_on_a_full_disk_keeps_the_previous_page(tmpfs, tmp_path, cap
 
 @pytest.fixture(scope="module")
 def two_ckpts(tmp_path_factory):
-    from harness.embedded_eval import ensure_checkpoints
+    from harness.pipeline.embedded_eval import ensure_checkpoints
 
     return ensure_checkpoints(tmp_path_factory.mktemp("embedded") / "runs", steps=(10, 20))
 

@@ -22,7 +22,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 WRAPPER = r"""
 import os, sys, time
-import harness.runners.hf as hf
+import harness.models.runners.hf as hf
 
 count_file, gate = sys.argv[1], sys.argv[2]
 original = hf.HFRunner.generate_each
@@ -43,7 +43,7 @@ GUARD_S = 600  # a hung process fails the test instead of blocking the suite
 
 @pytest.fixture(scope="module")
 def embedded_ckpts(tmp_path_factory):
-    from harness.embedded_eval import ensure_checkpoints
+    from harness.pipeline.embedded_eval import ensure_checkpoints
 
     root = tmp_path_factory.mktemp("embedded") / "runs"
     return ensure_checkpoints(root, steps=(10, 20))
@@ -122,7 +122,7 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path, embedded_ckpts):
 
 def test_run_lock_does_not_block_the_runs_own_store_writers(tmp_path):
     """The run lock is a separate file: workers appending to the store under its flock go on."""
-    from harness.store import ResultStore, run_lock
+    from harness.pipeline.store import ResultStore, run_lock
 
     store = ResultStore(tmp_path / "samples.jsonl")
     rec = {

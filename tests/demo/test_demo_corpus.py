@@ -59,10 +59,10 @@ def test_word_keys_are_never_ruler_keys():
 
 def test_no_key_of_the_demo_eval_samples_is_in_the_corpus(tmp_path):
     """The keys of the RULER samples the demo evaluates (seed 42, 1K) never occur in the corpus."""
-    from harness.embedded import default_tokenizer_dir
+    from harness.models.embedded import default_tokenizer_dir
+    from harness.models.tokenization import load_tokenizer
     from tasks.generate import generate_samples
     from tasks.registry import get_task
-    from tasks.tokenization import load_tokenizer
 
     tok = load_tokenizer(str(default_tokenizer_dir()))
     eval_keys, eval_names = set(), set()
@@ -98,7 +98,7 @@ def test_cli_writes_and_prints_hash(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def demo_tokenizer():
     from harness.demo import DEFAULT_MODEL
-    from tasks.tokenization import load_tokenizer
+    from harness.models.tokenization import load_tokenizer
 
     return load_tokenizer(str(DEFAULT_MODEL))
 

@@ -173,7 +173,7 @@ def test_demo_rerun_resumes_without_new_work(demo_run, reduced):
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, message):
     try:
         rc = main(["demo", "--out", str(tmp_path / "out"), *argv])
-    except SystemExit as exc:  # refused by the parser (harness.validate: a float flag is finite)
+    except SystemExit as exc:  # refused by the parser (harness.core.validate: a float flag is finite)
         rc = exc.code
     assert rc == 2
     err = capsys.readouterr().err.strip()

@@ -1,6 +1,6 @@
 """`harness demo --model` with a GGUF file or a packaged model name (issue 27 §6): converted once.
 
-The model sources (harness.sources, `harness convert`) decide what a GGUF/packaged model is; the
+The model sources (harness.models.sources, `harness convert`) decide what a GGUF/packaged model is; the
 demo converts it into a save_pretrained folder under --out once and uses that folder for every
 stage. Here the source lookup and the CLI call are stand-ins, so the flow is checked without the
 model file.
@@ -36,17 +36,17 @@ def test_gguf_or_packaged_model_is_converted_once_and_reused(tmp_path, monkeypat
 
 
 def test_model_sources_decide_what_is_a_model_file(tiny_llama_dir, tmp_path):
-    """harness.sources decides: a .gguf file and a packaged name are model files, a folder is not."""
+    """harness.models.sources decides: a .gguf file and a packaged name are model files, a folder is not."""
     import pytest
 
-    from harness.errors import UserError
+    from harness.core.errors import UserError
     from tests.sources.gguf_fixture import write_tiny_gguf
 
     assert demo._model_file_source(str(tiny_llama_dir)) is None
     gguf = write_tiny_gguf(tiny_llama_dir, tmp_path / "tiny.gguf")
     assert demo._model_file_source(str(gguf)).kind == "gguf"
     try:
-        from harness.sources.packaged import locate
+        from harness.models.sources.packaged import locate
 
         locate("smollm2-135m-instruct")
     except UserError:

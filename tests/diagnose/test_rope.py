@@ -253,7 +253,7 @@ def test_small_row_blocks_give_the_same_measurement(bf16_model):
 
 
 def test_sliding_window_models_are_refused():
-    from harness.errors import UserError
+    from harness.core.errors import UserError
 
     model = tiny_llama(torch.float32, layers=1)
     model.config.sliding_window = 32

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.core.errors import UserError
 from harness.diagnose.text import essays_dir, token_samples
-from harness.errors import UserError
 
 
 def _body(tok, samples):

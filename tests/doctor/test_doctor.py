@@ -1,6 +1,6 @@
 """`harness doctor` and the degenerate-output reports on broken set-ups built locally: an EOS-only
 model, a model that repeats one token, a tokenizer that adds no BOS, a context shorter than the
-length asked (harness/doctor.py, harness/degenerate.py)."""
+length asked (harness/pipeline/doctor.py, harness/core/degenerate.py)."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def test_eval_names_empty_predictions_and_records_the_share(eos_model, tmp_path,
 
 def test_eval_stops_on_a_failing_cheap_check(tiny_llama_dir, tmp_path, capsys):
     """A tokenizer larger than the model's vocabulary: eval stops before any work, --no-doctor runs."""
-    from harness.embedded import build_tokenizer
+    from harness.models.embedded import build_tokenizer
 
     m = tmp_path / "m"
     shutil.copytree(tiny_llama_dir, m)
@@ -168,7 +168,7 @@ def test_eval_stops_on_a_failing_cheap_check(tiny_llama_dir, tmp_path, capsys):
 
 
 def test_repetition_detector():
-    from harness.degenerate import is_repeating
+    from harness.core.degenerate import is_repeating
 
     assert is_repeating("the the the the the the the the")
     assert is_repeating("The answer is 42. 42. 42. 42. 42. 42. 42.")

@@ -1,4 +1,4 @@
-"""Aggregation math against hand-computed values (harness/aggregate.py)."""
+"""Aggregation math against hand-computed values (harness/pipeline/aggregate.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,10 @@ import math
 
 import pytest
 
-from harness.aggregate import (
-    DEFAULT_THRESHOLD,
-    aggregate,
-    apply_threshold,
-    effective_length,
-    load_results,
-    write_results,
-)
-from harness.errors import UserError
+from harness.core.effective_length import effective_length
+from harness.core.errors import UserError
+from harness.core.results_file import load_results, write_results
+from harness.pipeline.aggregate import DEFAULT_THRESHOLD, aggregate, apply_threshold
 
 STEPS = (10, 20, 30)
 CKPTS = [{"path": f"runs/r/ckpt-{s}", "step": s, "fingerprint": f"fp{s}", "training": None} for s in STEPS]
@@ -286,7 +281,7 @@ def test_not_length_controlled_suites_have_no_effective_length():
 
 
 def test_unavailable_lengths_pass_through_and_show_in_table():
-    from harness.table import format_table
+    from harness.pipeline.table import format_table
 
     ckpt = CKPTS[:1]
     recs = [record("A", 4096, ckpt[0], 0, 1.0)]
@@ -316,7 +311,7 @@ def test_records_of_one_identity_with_other_content_are_reported():
     out = aggregate(recs + [twin, same], SUITES, RUN, PROV)
     assert out["conflicting_records"] == 1
     assert out["suites"] == aggregate(recs, SUITES, RUN, PROV)["suites"]
-    from harness.table import format_table
+    from harness.pipeline.table import format_table
 
     assert "1 record(s) share an identity" in format_table(out)
     assert "conflicting_records" not in aggregate(recs + [same], SUITES, RUN, PROV)

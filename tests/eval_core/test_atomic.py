@@ -1,4 +1,4 @@
-"""harness.atomic: temp file + rename; on any failure the old file stays and no temp file is left."""
+"""harness.core.atomic: temp file + rename; on any failure the old file stays and no temp file is left."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from harness import atomic
-from harness.atomic import atomic_write, atomic_write_many
-from harness.errors import UserError
+from harness.core import atomic
+from harness.core.atomic import atomic_write, atomic_write_many
+from harness.core.errors import UserError
 
 
 def _names(d):

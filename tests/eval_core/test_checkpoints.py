@@ -1,4 +1,4 @@
-"""Checkpoint selection, fingerprints and tokenizer checks (harness/checkpoints.py)."""
+"""Checkpoint selection, fingerprints and tokenizer checks (harness/models/checkpoints.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from harness.checkpoints import (
+from harness.core.errors import UserError
+from harness.models.checkpoints import (
     check_same_tokenizer,
     fingerprint,
     run_name_default,
     step_of,
 )
-from harness.errors import UserError
-from harness.sources import select_checkpoints
+from harness.models.sources import select_checkpoints
 
 
 def make_ckpt(path, value: float = 0.0, size: int = 16, training: dict | None = None):

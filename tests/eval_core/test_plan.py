@@ -8,9 +8,10 @@ import statistics
 import numpy as np
 import pytest
 
-from harness.aggregate import aggregate, write_results
 from harness.cli import main
 from harness.commands.plan import plan
+from harness.core.results_file import write_results
+from harness.pipeline.aggregate import aggregate
 
 Z_SUM = 1.959963984540054 + 0.8416212335729143  # alpha 0.05 two-sided, power 0.8
 

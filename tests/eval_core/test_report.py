@@ -1,4 +1,4 @@
-"""The terminal table (harness/table.py) and `harness report` (harness/commands/report.py)."""
+"""The terminal table (harness/pipeline/table.py) and `harness report` (harness/commands/report.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from test_aggregate import PROV, RUN, SUITES, make_records
 
-from harness.aggregate import aggregate, write_results
 from harness.cli import main
-from harness.store import ResultStore
-from harness.table import format_table
+from harness.core.results_file import write_results
+from harness.pipeline.aggregate import aggregate
+from harness.pipeline.store import ResultStore
+from harness.pipeline.table import format_table
 
 
 def stats(mean, std, n=2, **extra):

@@ -13,9 +13,9 @@ import random
 import numpy as np
 import pytest
 
-from harness import stats
-from harness.aggregate import aggregate
-from harness.paired import cell_replicates, difference_interval, paired_replicates, shared_indices
+from harness.core import stats
+from harness.core.paired import cell_replicates, difference_interval, paired_replicates, shared_indices
+from harness.pipeline.aggregate import aggregate
 
 Z = 1.959963984540054  # standard normal 97.5% quantile
 

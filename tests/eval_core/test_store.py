@@ -1,4 +1,4 @@
-"""The per-sample results store (harness/store.py): resume, dedupe, crash and corruption handling."""
+"""The per-sample results store (harness/pipeline/store.py): resume, dedupe, crash and corruption handling."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import multiprocessing
 
 import pytest
 
-from harness.errors import UserError
-from harness.identity import settings_id
-from harness.store import ResultStore, StoreError, read_store
+from harness.core.errors import UserError
+from harness.core.identity import settings_id
+from harness.pipeline.store import ResultStore, StoreError, read_store
 
 
 def rec(

@@ -9,7 +9,7 @@ import toytasks  # noqa: F401  (registers the toy tasks and suite)
 @pytest.fixture(scope="session")
 def ckpt_series(tmp_path_factory, bpe_tokenizer_dir):
     """run/ckpt-10, ckpt-20, ckpt-30: random 2-layer Llamas (context 2048) with different seeds."""
-    from harness.embedded import build_tiny_llama
+    from harness.models.embedded import build_tiny_llama
 
     root = tmp_path_factory.mktemp("run")
     for step in (10, 20, 30):

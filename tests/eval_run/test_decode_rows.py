@@ -1,4 +1,4 @@
-"""Decoding at a fixed width (harness/runners/decode.py, issue 28 item 2).
+"""Decoding at a fixed width (harness/models/runners/decode.py, issue 28 item 2).
 
 The claim: a prompt's logits at every decoding step depend on the prompt and the width alone, not on
 the other prompts decoding beside it, its slot, or how many slots are busy. References: the same
@@ -13,14 +13,14 @@ import random
 import pytest
 import torch
 
-from harness.runners.base import GenerationRequest, RunnerSettings
+from harness.models.runners.base import GenerationRequest, RunnerSettings
 
 WIDTH = 4
 
 
 @pytest.fixture(scope="module")
 def gqa_llama_dir(tmp_path_factory, bpe_tokenizer_dir):
-    from harness.embedded import build_tiny_llama
+    from harness.models.embedded import build_tiny_llama
 
     return build_tiny_llama(
         tmp_path_factory.mktemp("gqa-llama"), bpe_tokenizer_dir, hidden_size=128, num_layers=3, num_heads=4,
@@ -53,8 +53,8 @@ class Recorder:
 def _decode(model, prompts: dict, slots: dict, steps: int, width: int = WIDTH, head_major: bool = True):
     """Admit prompts[tag] into slot slots[tag] (others empty), decode `steps` tokens; per tag: the
     logits of each step and the tokens."""
-    from harness.runners.decode import DecodeRows
-    from harness.runners.prefix import PrefixCache, PrefixEngine
+    from harness.models.runners.decode import DecodeRows
+    from harness.models.runners.prefix import PrefixCache, PrefixEngine
 
     engine = PrefixEngine(model, None, 16, reuse=False)
     rows = DecodeRows(Recorder(model), width, eos_id=None, head_major=head_major)
@@ -110,7 +110,7 @@ def test_the_rows_cache_layout_changes_no_bit(gqa_llama_dir, dtype):
 
 
 def test_a_row_layer_holds_what_it_was_given_through_growth_and_truncation():
-    from harness.runners.kvcache import GrowingLayer, RowLayer
+    from harness.models.runners.kvcache import GrowingLayer, RowLayer
 
     torch.manual_seed(0)
     row, ref = RowLayer(), GrowingLayer()
@@ -144,9 +144,9 @@ def test_fp32_rows_match_a_full_pass_at_every_step(gqa_llama_dir):
 def test_the_runner_decodes_at_its_width_and_says_so_in_every_record(gqa_llama_dir, monkeypatch):
     """The hf runner's engine decodes DECODE_ROWS rows per step whatever --batch-size is, and the
     width is a record setting of the hf backend (so a changed width computes new records)."""
-    from harness.runners import decode, hf
-    from harness.runners.hf import HFRunner
-    from harness.runners.registry import backend_record_settings
+    from harness.models.runners import decode, hf
+    from harness.models.runners.hf import HFRunner
+    from harness.models.runners.registry import backend_record_settings
 
     assert backend_record_settings("hf") == {"decode_rows": hf.DECODE_ROWS}
     assert backend_record_settings("vllm") == {}
@@ -170,8 +170,8 @@ def test_records_carry_the_width_and_another_width_computes_new_records(ckpt_ser
     from dataclasses import replace
 
     from harness.cli import main
-    from harness.runners import registry
-    from harness.store import read_store
+    from harness.models.runners import registry
+    from harness.pipeline.store import read_store
 
     out = tmp_path / "out"
     argv = ["eval", "--ckpts", f"{ckpt_series}/ckpt-10", "--tasks", "niah_single_1", "--lengths", "1k"]
@@ -180,7 +180,7 @@ def test_records_carry_the_width_and_another_width_computes_new_records(ckpt_ser
     first = read_store(out / "samples.jsonl")[1]
     assert {r["settings"]["decode_rows"] for r in first} == {8}
     assert json.loads((out / "results.json").read_text())["provenance"]["decode_rows"] == 8
-    from harness.runners import hf
+    from harness.models.runners import hf
 
     entry = registry._REGISTRY["hf"]
     monkeypatch.setitem(registry._REGISTRY, "hf", replace(entry, record_settings={"decode_rows": 4}))
@@ -194,8 +194,8 @@ def test_records_carry_the_width_and_another_width_computes_new_records(ckpt_ser
 def test_short_of_memory_rows_decode_first_then_take_the_cache_and_outputs_stay(gqa_llama_dir, monkeypatch):
     """With too little free memory for a row's copy, the engine first finishes the rows decoding,
     then hands the prefix cache itself to the row (reuse lost for the next prompt): the same tokens."""
-    from harness.runners import decode
-    from harness.runners.prefix import PrefixEngine
+    from harness.models.runners import decode
+    from harness.models.runners.prefix import PrefixEngine
 
     model = _model(gqa_llama_dir, torch.bfloat16)
     rng = random.Random(4)
@@ -228,7 +228,7 @@ def test_cudnn_attention_is_off_inside_the_engine_on_cuda_only():
     The flags are process-wide, so this checks them on any machine; CPU leaves them alone."""
     import torch
 
-    from harness.runners.prefix import _no_cudnn_attention
+    from harness.models.runners.prefix import _no_cudnn_attention
 
     before = torch.backends.cuda.cudnn_sdp_enabled()
     with _no_cudnn_attention(torch.device("cuda")):

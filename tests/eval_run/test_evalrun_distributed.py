@@ -57,8 +57,8 @@ def serial(ckpt_series, tmp_path_factory):
 # units and scheduling (no processes)
 # ---------------------------------------------------------------------------------------------
 def _job(path: str, n: int):
-    from harness.jobs import CheckpointJob, RunnerWork, WorkItem
-    from harness.runners.base import RunnerSettings
+    from harness.models.runners.base import RunnerSettings
+    from harness.pipeline.jobs import CheckpointJob, RunnerWork, WorkItem
 
     task = SimpleNamespace(name="t")
     items = [WorkItem(task, SimpleNamespace(length=1024, index=i), "", 1) for i in range(n)]
@@ -68,7 +68,7 @@ def _job(path: str, n: int):
 
 
 def test_split_job_covers_every_sample_once_in_ranges():
-    from harness.jobs import split_job
+    from harness.pipeline.jobs import split_job
 
     for n, parts in [(7, 3), (2, 5), (6, 2), (1, 1)]:
         units = split_job(_job("a", n), parts)
@@ -86,7 +86,7 @@ def test_split_job_covers_every_sample_once_in_ranges():
 def _simulate(units, engines: int, speeds: list[float]) -> tuple[dict, list]:
     """Event simulation of engines pulling units from the scheduler; returns (checkpoints each
     engine loaded, in order; the units in the order they ran)."""
-    from harness.parallel import AffinityScheduler
+    from harness.pipeline.parallel import AffinityScheduler
 
     sched = AffinityScheduler(units)
     held: dict[int, str | None] = {e: None for e in range(engines)}
@@ -109,7 +109,7 @@ def _simulate(units, engines: int, speeds: list[float]) -> tuple[dict, list]:
 
 
 def test_affinity_scheduler_loads_each_checkpoint_rarely():
-    from harness.jobs import split_job
+    from harness.pipeline.jobs import split_job
 
     jobs = [_job(p, 8) for p in "abc"]
     for engines, speeds in [(2, [1.0, 1.0]), (2, [1.0, 3.0]), (4, [1.0, 2.0, 1.0, 5.0])]:
@@ -269,9 +269,9 @@ def test_ray_driver_killed_mid_run_resumes(ray, ckpt_series, serial, tmp_path):
 def test_engine_without_the_store_path_is_one_line_error(ray, tmp_path):
     """An engine that cannot read the driver's probe (another node without the shared path) stops
     the run before any work, with one line naming the problem and the fix."""
-    from harness.errors import UserError
-    from harness.jobs import JobEngine
-    from harness.parallel import HarnessEngine, ProgressBoard, check_engines_see
+    from harness.core.errors import UserError
+    from harness.pipeline.jobs import JobEngine
+    from harness.pipeline.parallel import HarnessEngine, ProgressBoard, check_engines_see
 
     ray.init(num_cpus=1, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": _env()["PYTHONPATH"]}})
     try:

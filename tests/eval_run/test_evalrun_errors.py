@@ -12,7 +12,7 @@ from harness.cli import main
 
 @pytest.fixture(scope="module")
 def bad_dirs(tmp_path_factory, ckpt_series, byte_tokenizer_dir):
-    from harness.embedded import build_tiny_llama
+    from harness.models.embedded import build_tiny_llama
 
     root = tmp_path_factory.mktemp("bad")
     copy_ckpt(ckpt_series / "ckpt-10", root / "notok" / "ckpt-1", drop_tokenizer=True)

@@ -171,8 +171,8 @@ def test_excluded_task_is_listed_not_averaged(ckpt_series, tmp_path):
 def test_loglikelihood_task_goes_through_evaluate_with_runner(ckpt_series, tmp_path):
     from toytasks import NOISE, ToyChoice
 
-    from harness.runners.base import LoglikelihoodRequest, RunnerSettings
-    from harness.runners.hf import HFRunner
+    from harness.models.runners.base import LoglikelihoodRequest, RunnerSettings
+    from harness.models.runners.hf import HFRunner
 
     out = tmp_path / "out"
     assert (
@@ -243,11 +243,11 @@ def test_data_source_flags_set_env(monkeypatch, tmp_path):
 
 
 def test_training_settings_reach_results(ckpt_series, tmp_path):
-    """harness_training.json beside config.json (harness/checkpoints.py TRAINING_FILE) is copied into
+    """harness_training.json beside config.json (harness/models/checkpoints.py TRAINING_FILE) is copied into
     results.json run.checkpoints[].training, and its mode becomes run.mode."""
     from ckpt_copy import copy_ckpt
 
-    from harness.checkpoints import TRAINING_FILE
+    from harness.models.checkpoints import TRAINING_FILE
 
     training = {"mode": "anchor", "window": 512, "rope_theta": 5e6}
     ckpt = copy_ckpt(ckpt_series / "ckpt-10", tmp_path / "anchor" / "ckpt-10")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
+from harness.models.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
 
 PROMPTS = ["The grass is green. " * k + "The special number is" for k in (1, 7, 30, 3, 12, 2, 19)]
 
 
 @pytest.fixture(scope="module")
 def runner(tiny_llama_dir):
-    from harness.runners.registry import get_runner
+    from harness.models.runners.registry import get_runner
 
     r = get_runner("hf", str(tiny_llama_dir), RunnerSettings(backend="hf", batch_size=3, dtype="float32"))
     yield r
@@ -73,8 +73,8 @@ def test_loglikelihood_matches_manual_sum_and_greedy_flag(runner):
 
 
 def test_context_and_rope_overrides(tiny_llama_dir):
-    from harness.errors import UserError
-    from harness.runners.registry import get_runner
+    from harness.core.errors import UserError
+    from harness.models.runners.registry import get_runner
 
     r = get_runner(
         "hf",
@@ -93,8 +93,8 @@ def test_context_and_rope_overrides(tiny_llama_dir):
 
 
 def test_unknown_backend_and_missing_vllm(tiny_llama_dir, monkeypatch):
-    from harness.errors import MissingExtra, UserError
-    from harness.runners import registry
+    from harness.core.errors import MissingExtra, UserError
+    from harness.models.runners import registry
 
     with pytest.raises(UserError, match="unknown backend"):
         registry.get_runner("tgi", str(tiny_llama_dir), RunnerSettings(backend="tgi"))

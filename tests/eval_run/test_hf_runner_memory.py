@@ -2,7 +2,7 @@
 loglikelihood batches, no mask for one unpadded sequence, out-of-memory back-off, chunked
 log-probabilities — and outputs unchanged by all of them.
 
-References are independent of harness/runners/hf.py: a plain per-sample transformers generate loop
+References are independent of harness/models/runners/hf.py: a plain per-sample transformers generate loop
 (one sequence, no padding) and a full-logits float32 log-softmax computed here.
 """
 
@@ -11,14 +11,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.errors import UserError
-from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
+from harness.core.errors import UserError
+from harness.models.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
 
 PROMPTS = ["The grass is green. " * k + "The special number is" for k in (1, 7, 30, 3, 12, 2, 19, 45)]
 
 
 def _runner(tiny_llama_dir, batch_size=8, **extra):
-    from harness.runners.hf import HFRunner
+    from harness.models.runners.hf import HFRunner
 
     return HFRunner(
         str(tiny_llama_dir), RunnerSettings(backend="hf", batch_size=batch_size, dtype="float32", extra=extra)
@@ -108,7 +108,7 @@ def _masks(monkeypatch, name: str) -> list:
 
 
 def test_no_mask_for_a_row_of_one(runner, monkeypatch):
-    from harness.runners.prefix import ATTENTION
+    from harness.models.runners.prefix import ATTENTION
 
     seen = _masks(monkeypatch, "sdpa")
     engine = _masks(monkeypatch, ATTENTION)
@@ -166,7 +166,7 @@ def test_one_sequence_that_does_not_fit_is_a_user_error(tiny_llama_dir, monkeypa
 
 
 def test_loglikelihood_in_chunks_matches_full_log_softmax(runner, monkeypatch):
-    from harness.runners import hf
+    from harness.models.runners import hf
 
     long_cont = " and the sky is blue" * 6
     reqs = [

@@ -1,4 +1,4 @@
-"""Shared-prefix reuse in the transformers runner (harness/runners/prefix.py, issue 28).
+"""Shared-prefix reuse in the transformers runner (harness/models/runners/prefix.py, issue 28).
 
 References are independent of the engine: a full forward pass over the whole sequence at every step
 (no cache, no chunks, no reuse) for logits and greedy tokens, transformers' own generate on one
@@ -12,7 +12,7 @@ import random
 import pytest
 import torch
 
-from harness.runners.base import GenerationRequest, RunnerSettings
+from harness.models.runners.base import GenerationRequest, RunnerSettings
 
 CHUNK = 16  # a small grid, so that prompts of ~100-300 tokens share several chunks
 
@@ -20,7 +20,7 @@ CHUNK = 16  # a small grid, so that prompts of ~100-300 tokens share several chu
 @pytest.fixture(scope="module")
 def gqa_llama_dir(tmp_path_factory, bpe_tokenizer_dir):
     """3 layers, 4 query heads on 2 key/value heads (grouped-query attention, as SmolLM2 has)."""
-    from harness.embedded import build_tiny_llama
+    from harness.models.embedded import build_tiny_llama
 
     return build_tiny_llama(
         tmp_path_factory.mktemp("gqa-llama"),
@@ -66,7 +66,7 @@ def _greedy_by_hand(model, ids: list[int], max_new: int, eos: int | None) -> lis
 
 def _engine_logits(engine, prompts):
     """Last-position logits of every prompt as the engine computes them in a run (reuse as planned)."""
-    from harness.runners.prefix import PrefixCache, reuse_plan
+    from harness.models.runners.prefix import PrefixCache, reuse_plan
 
     order, reused = reuse_plan(prompts, engine.chunk, engine.reuse)
     cache, out = PrefixCache(), {}
@@ -79,7 +79,7 @@ def _engine_logits(engine, prompts):
 
 
 def test_reuse_plan_takes_every_chunk_any_earlier_prompt_shares():
-    from harness.runners.prefix import reuse_plan
+    from harness.models.runners.prefix import reuse_plan
 
     def lcp(a, b):
         n = 0
@@ -107,8 +107,8 @@ def test_reuse_plan_takes_every_chunk_any_earlier_prompt_shares():
 def test_reuse_gives_bit_identical_logits_and_fp32_matches_a_full_pass(gqa_llama_dir, dtype, merge, monkeypatch):
     """Both ways a chunk attends to the cache: CPU's log-sum-exp merge, and the lower-right causal
     bias other devices use (forced here on CPU, where PyTorch materialises its mask)."""
-    from harness.runners import prefix
-    from harness.runners.prefix import PrefixEngine
+    from harness.models.runners import prefix
+    from harness.models.runners.prefix import PrefixEngine
 
     if merge == "lower_right":
         monkeypatch.setattr(prefix, "LSE_MERGE_DEVICES", set())
@@ -126,7 +126,7 @@ def test_reuse_gives_bit_identical_logits_and_fp32_matches_a_full_pass(gqa_llama
 
 
 def test_greedy_tokens_equal_a_full_pass_per_step_and_transformers_generate(gqa_llama_dir):
-    from harness.runners.prefix import PrefixEngine
+    from harness.models.runners.prefix import PrefixEngine
 
     model = _model(gqa_llama_dir, torch.float32)
     prompts, eos = _prompts(), 3
@@ -147,7 +147,7 @@ def test_greedy_tokens_equal_a_full_pass_per_step_and_transformers_generate(gqa_
 def test_seconds_are_shared_and_sum_to_the_run(gqa_llama_dir):
     import time
 
-    from harness.runners.prefix import PrefixEngine
+    from harness.models.runners.prefix import PrefixEngine
 
     model = _model(gqa_llama_dir, torch.float32)
     prompts = _prompts()
@@ -161,7 +161,7 @@ def test_seconds_are_shared_and_sum_to_the_run(gqa_llama_dir):
 
 
 def _runner(path, dtype="float32", batch_size=8, reuse=True):
-    from harness.runners.hf import HFRunner
+    from harness.models.runners.hf import HFRunner
 
     return HFRunner(str(path), RunnerSettings(backend="hf", dtype=dtype, batch_size=batch_size, prefix_reuse=reuse))
 
@@ -170,7 +170,7 @@ def _runner(path, dtype="float32", batch_size=8, reuse=True):
 def test_outputs_do_not_depend_on_batching_order_or_reuse(gqa_llama_dir, monkeypatch, dtype):
     """The same prompt gives the same text whatever else runs with it, in what order, at what
     --batch-size, with reuse on or off: in bf16 too."""
-    from harness.runners import prefix
+    from harness.models.runners import prefix
 
     monkeypatch.setitem(prefix.CHUNK_TOKENS, "cpu", CHUNK)
     base = "The grass is green. The sky is blue. " * 12
@@ -199,7 +199,7 @@ def test_outputs_do_not_depend_on_batching_order_or_reuse(gqa_llama_dir, monkeyp
 
 def test_niah_samples_share_prefixes_and_reuse_changes_nothing(gqa_llama_dir, bpe_tokenizer, monkeypatch):
     """Real RULER niah_single_1 prompts: the haystack before the needle is shared; reuse finds it."""
-    from harness.runners import prefix
+    from harness.models.runners import prefix
     from tasks.generate import generate_samples
     from tasks.registry import get_task
 
@@ -252,7 +252,7 @@ def test_eval_records_are_the_same_with_and_without_reuse(ckpt_series, tmp_path,
     import time
 
     from harness.cli import main
-    from harness.runners import prefix
+    from harness.models.runners import prefix
 
     monkeypatch.setitem(prefix.CHUNK_TOKENS, "cpu", 32)
     stores, provs, walls = {}, {}, {}

@@ -8,7 +8,7 @@ import pytest
 
 @pytest.mark.parametrize("bytes_per_call", [1, 50, 1 << 22])
 def test_batched_ids_equal_one_prompt_a_call(bpe_tokenizer, byte_tokenizer, bytes_per_call):
-    from harness.runners.common import prompt_ids, prompts_ids
+    from harness.models.runners.common import prompt_ids, prompts_ids
 
     for tok in (bpe_tokenizer, byte_tokenizer):
         bos = tok.bos_token or ""
@@ -30,7 +30,7 @@ def test_batched_ids_equal_one_prompt_a_call(bpe_tokenizer, byte_tokenizer, byte
 def test_a_call_holds_at_most_bytes_per_call_of_utf8(bpe_tokenizer):
     """The budget is UTF-8 bytes, not characters: Chinese text is ~2 tokens a character in a byte-level
     BPE, and a budget in characters let one call of it hold 8.5M tokens (+884 MiB)."""
-    from harness.runners.common import prompts_ids
+    from harness.models.runners.common import prompts_ids
 
     calls = []
 

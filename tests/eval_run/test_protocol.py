@@ -84,8 +84,8 @@ def test_reference_grid_and_sample_count_when_no_lengths_given(ckpt_series, tmp_
 
 
 def test_unknown_protocol_is_one_line(ckpt_series, tmp_path, capsys):
-    from harness.errors import UserError
-    from harness.evaluate import EvalConfig, plan_eval
+    from harness.core.errors import UserError
+    from harness.pipeline.evaluate import EvalConfig, plan_eval
 
     with pytest.raises(UserError, match="unknown protocol 'bogus'"):
         plan_eval(
@@ -99,7 +99,7 @@ def test_unknown_protocol_is_one_line(ckpt_series, tmp_path, capsys):
 def test_chat_policy_and_reference_system_turn_per_task(ckpt_series, tmp_path):
     """Under --chat the reference protocol's task stays plain while the others are wrapped; under
     exact-length it is wrapped with no system turn of its own."""
-    from harness.evaluate import EvalConfig, plan_eval
+    from harness.pipeline.evaluate import EvalConfig, plan_eval
 
     root = tmp_path / "chat"
     for step in (10, 20):
@@ -129,7 +129,7 @@ def test_chat_policy_and_reference_system_turn_per_task(ckpt_series, tmp_path):
     exact = prompts("exact-length")
     assert exact["toy_ref"].prompt.startswith("<|user|>")  # no system turn: the reference's is not used
     # a reference task that is wrapped gets its reference's system turn unless --system-prompt says
-    from harness.evaluate import _system_prompt
+    from harness.pipeline.evaluate import _system_prompt
     from tasks.registry import get_task
 
     task = get_task("toy_ref")

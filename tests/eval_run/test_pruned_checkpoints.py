@@ -30,7 +30,7 @@ def _steps(out):
 
 
 def test_deleted_while_matching_is_skipped(ckpt_series, tmp_path, monkeypatch, capsys):
-    import harness.sources.checkpoint as source
+    import harness.models.sources.checkpoint as source
 
     root = _run(tmp_path, ckpt_series, (10, 20))
     original = source.incomplete_reason
@@ -49,7 +49,7 @@ def test_deleted_while_matching_is_skipped(ckpt_series, tmp_path, monkeypatch, c
 
 
 def test_deleted_before_its_turn_is_skipped(ckpt_series, tmp_path, monkeypatch, capsys):
-    from harness import evaluate
+    from harness.pipeline import evaluate
 
     root = _run(tmp_path, ckpt_series, (10, 20))
     original = evaluate.run_job

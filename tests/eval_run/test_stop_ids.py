@@ -9,8 +9,8 @@ import shutil
 import pytest
 import torch
 
-from harness.runners.base import GenerationRequest, RunnerSettings
-from harness.runners.common import model_stop_ids, stop_token_ids
+from harness.models.runners.base import GenerationRequest, RunnerSettings
+from harness.models.runners.common import model_stop_ids, stop_token_ids
 
 PROMPT = "The sky is blue and the grass is"
 
@@ -37,7 +37,7 @@ def test_model_stop_ids_of_a_folder(tmp_path):
 def stop_model(tiny_llama_dir, tmp_path_factory):
     """The tiny Llama with a second EOS id in config.json and generation_config.json: a token its
     greedy continuation of PROMPT reaches after others. Gives (folder, continuation up to it, it)."""
-    from harness.runners.hf import HFRunner
+    from harness.models.runners.hf import HFRunner
 
     plain = HFRunner(str(tiny_llama_dir), RunnerSettings(backend="hf", dtype="float32"))
     ids = plain.tokenizer(PROMPT)["input_ids"]
@@ -67,7 +67,7 @@ def stop_model(tiny_llama_dir, tmp_path_factory):
 
 @pytest.mark.parametrize("reuse", [True, False])
 def test_generation_stops_at_a_generation_config_eos(stop_model, reuse):
-    from harness.runners.hf import HFRunner
+    from harness.models.runners.hf import HFRunner
 
     folder, toks, stop = stop_model
     runner = HFRunner(str(folder), RunnerSettings(backend="hf", dtype="float32", prefix_reuse=reuse))
@@ -90,7 +90,7 @@ def test_generation_stops_at_a_generation_config_eos(stop_model, reuse):
 def test_the_plain_path_stops_there_too_and_takes_an_empty_prompt(stop_model):
     """Architectures the engine refuses run transformers' generate: the same stop ids; an empty prompt
     (a tokenizer that adds no BOS) gives "" as on the engine, not a reshape error."""
-    from harness.runners.hf import HFRunner
+    from harness.models.runners.hf import HFRunner
 
     folder, toks, _ = stop_model
     runner = HFRunner(str(folder), RunnerSettings(backend="hf", dtype="float32"))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.runners.base import GenerationRequest, RunnerSettings
+from harness.models.runners.base import GenerationRequest, RunnerSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
 
@@ -75,7 +75,7 @@ def pred_py(model, tokenizer, prompt: str, stop_texts: tuple[str, ...], min_new:
 
 
 def _runner(model_dir, path: str):
-    from harness.runners.hf import HFRunner
+    from harness.models.runners.hf import HFRunner
 
     runner = HFRunner(str(model_dir), RunnerSettings(backend="hf", dtype="float32", prefix_reuse=path != "no_reuse"))
     if path == "plain":  # architectures the prefix engine refuses: transformers generate per request
@@ -148,7 +148,7 @@ def test_eos_as_the_first_greedy_token(tiny_llama_dir, path):
 
 
 def test_a_stop_text_of_no_token_is_refused(tiny_llama_dir):
-    from harness.errors import UserError
+    from harness.core.errors import UserError
 
     runner = _runner(tiny_llama_dir, "reuse")
     with pytest.raises(UserError, match="encodes to no token"):
@@ -159,7 +159,7 @@ def test_a_stop_text_of_no_token_is_refused(tiny_llama_dir):
 def test_openai_sends_the_fields_only_when_set(tiny_llama_dir):
     from tiny_server import TinyServer
 
-    from harness.runners.openai import OpenAIRunner
+    from harness.models.runners.openai import OpenAIRunner
 
     hf = _runner(tiny_llama_dir, "reuse")
     first = _greedy(hf.model, hf.tokenizer, PROMPTS[0])[0]
@@ -186,12 +186,12 @@ def test_openai_sends_the_fields_only_when_set(tiny_llama_dir):
 
 
 def test_the_eval_loop_fills_requests_from_the_sample(tiny_llama_dir, tmp_path, monkeypatch):
-    """harness/jobs.py builds samsum's requests (reference protocol) with pred.py's stop rule from the
+    """harness/pipeline/jobs.py builds samsum's requests (reference protocol) with pred.py's stop rule from the
     sample's metadata (tasks/longbench/tasks.py), and every other task's without it."""
     import shutil
 
     from harness.cli import main
-    from harness.runners.hf import HFRunner
+    from harness.models.runners.hf import HFRunner
     from tasks.longbench import data
 
     folder = tmp_path / "longbench"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import random
 
+from harness.models.tokenization import count_tokens
 from tasks.base import Sample, Task
 from tasks.registry import Headline, register_suite, register_task
-from tasks.tokenization import count_tokens
 
 NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.\n"
 
@@ -85,7 +85,7 @@ class ToyChoice(Task):
         return 4
 
     def evaluate_with_runner(self, runner, length, indices, seed, tokenizer, progress=True):
-        from harness.runners.base import LoglikelihoodRequest
+        from harness.models.runners.base import LoglikelihoodRequest
 
         out = []
         for i in indices:

@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.helmet import alce, metrics
 from tasks.helmet.tasks import HelmetJsonKV, select_passages
 from tasks.registry import all_suites, get_task

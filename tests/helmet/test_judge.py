@@ -16,8 +16,8 @@ import os
 
 import pytest
 
-from harness import judge as J
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
+from harness.models import judge as J
 from tasks.helmet import judge_prompts as JP
 from tasks.helmet import prompts as P
 from tasks.helmet.metrics import parse_output

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import TaskUnavailable, UserError
+from harness.core.errors import TaskUnavailable, UserError
 from tasks.helmet import reference
 from tasks.registry import get_task, suite_headline
 
@@ -34,9 +34,9 @@ def released(monkeypatch):
 
 @pytest.fixture(scope="module")
 def parity_tokenizer(tmp_path_factory):
-    """The tokenizer helmet_parity.py uses (harness.embedded's test BPE)."""
-    from harness.embedded import build_tokenizer
-    from tasks.tokenization import load_tokenizer
+    """The tokenizer helmet_parity.py uses (harness.models.embedded's test BPE)."""
+    from harness.models.embedded import build_tokenizer
+    from harness.models.tokenization import load_tokenizer
 
     return load_tokenizer(str(build_tokenizer(tmp_path_factory.mktemp("parity-tok"))))
 

@@ -1,4 +1,4 @@
-"""tasks.hub: offline and unreachable hubs fail at once, the hub is asked at most once per run, and
+"""harness.core.hub: offline and unreachable hubs fail at once, the hub is asked at most once per run, and
 `harness generate` / `harness eval` without a network say so in one line per task (exit 2)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import TaskUnavailable
-from tasks import hub
+from harness.core import hub
+from harness.core.errors import TaskUnavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 DEAD_ENDPOINT = "http://127.0.0.1:9"  # the discard port: nothing listens, the connection is refused

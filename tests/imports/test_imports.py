@@ -2,7 +2,7 @@
 
 The input files are written by tests/imports/formats.py in each harness's own format (each writer
 names the file and commit of the harness it follows); our run is an aggregate of synthetic records
-(harness.aggregate, as tests/leaderboard/test_leaderboard_e2e.py builds one).
+(harness.pipeline.aggregate, as tests/leaderboard/test_leaderboard_e2e.py builds one).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import random
 
 import pytest
 
-import harness.aggregate as aggregate_mod
+import harness.pipeline.aggregate as aggregate_mod
 from harness.cli import main
+from harness.core.results_file import write_results
 from harness.imports import import_files
 from leaderboards.build import build, load_runs
 
@@ -48,7 +49,7 @@ def _our_run(tmp_path):
     run = {"name": "anchor", "model": "runs/anchor", "mode": "anchor", "checkpoints": ckpts}
     results = aggregate_mod.aggregate(recs, suites, run, {"package_version": "0.1.0", "backend": "hf"})
     path = tmp_path / "ours" / "results.json"
-    aggregate_mod.write_results(path, results)
+    write_results(path, results)
     return path
 
 
@@ -191,7 +192,7 @@ def test_mixed_harnesses_and_existing_run_are_refused(tmp_path, capsys):
 
 
 def test_import_files_validates_with_the_one_schema(tmp_path):
-    from harness.results_schema import validate_results
+    from harness.core.results_schema import validate_results
 
     data = import_files(write_ruler(tmp_path), length=None)
     assert validate_results(data, "x") is data

@@ -80,7 +80,7 @@ def suite_from_raw(
         for i in range(len(steps))
     ]
     value = eff_length({L: per_length[str(L)]["mean"] for L in lengths}, threshold)
-    from tasks.lengths import format_length
+    from harness.core.lengths import format_length
 
     summary = {
         "avg": stats(avg, steps),

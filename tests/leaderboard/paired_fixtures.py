@@ -12,7 +12,8 @@ import random
 
 import pytest
 
-from harness.aggregate import aggregate, write_results
+from harness.core.results_file import write_results
+from harness.pipeline.aggregate import aggregate
 
 TASKS = ["niah_single_1", "vt"]
 LENGTHS = [1024, 2048]

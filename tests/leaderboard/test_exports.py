@@ -57,7 +57,7 @@ def test_non_ruler_selection_is_charted(board):
 
 
 def test_effective_length_per_step_is_the_one_definition(board, helmet_dirs):  # noqa: F811
-    from harness.aggregate import effective_length_value
+    from harness.core.effective_length import effective_length_value
 
     data = json.loads((helmet_dirs["helmet-anchor"] / "results.json").read_text())
     per_length = data["suites"]["custom"]["per_length"]

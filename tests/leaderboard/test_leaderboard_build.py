@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from leaderboards.build import build, effective_length, load_runs
 
 from .conftest import LENGTHS, RULER_TASKS, STEPS, XSS

@@ -1,4 +1,4 @@
-"""From per-sample records through the project's aggregator (harness.aggregate) to the leaderboard.
+"""From per-sample records through the project's aggregator (harness.pipeline.aggregate) to the leaderboard.
 
 The expected numbers are recomputed here by brute force from the sample scores.
 """
@@ -12,8 +12,9 @@ import statistics
 
 import pytest
 
-import harness.aggregate as aggregate_mod
+import harness.pipeline.aggregate as aggregate_mod
 from harness.cli import main
+from harness.core.results_file import write_results
 
 RULER = ["niah_single_1", "vt", "cwe", "qa_1"]
 LB = {"LongBench ICL": ["trec", "samsum"], "Code": ["lcc"]}
@@ -71,7 +72,7 @@ def _write(tmp_path, name, ckpts, seed):
     prov = {"package_version": "0.1.0", "backend": "hf", "dtype": "float32", "tensor_parallel_size": 1}
     results = aggregate_mod.aggregate(recs, suites, run, prov)
     path = tmp_path / name / "results.json"
-    aggregate_mod.write_results(path, results)
+    write_results(path, results)
     return recs, path
 
 

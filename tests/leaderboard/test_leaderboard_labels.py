@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from leaderboards.build import build, row_identity
 from leaderboards.diagnostic import deviation, first_token_share, load_rope_diagnostic, rope_section
 from leaderboards.labels import path_label, suite_label

@@ -14,7 +14,7 @@ def tiny_runner(tiny_llama_dir):
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer(tiny_llama_dir):
-    from tasks.tokenization import load_tokenizer
+    from harness.models.tokenization import load_tokenizer
 
     return load_tokenizer(str(tiny_llama_dir))
 

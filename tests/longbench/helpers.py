@@ -1,14 +1,14 @@
 """Runners for the tests: a deterministic fake and a minimal HF runner (Runner protocol).
 
 The HF runner is deliberately tiny (one sequence at a time) so these tests do not depend on
-harness/runners/hf.py.
+harness/models/runners/hf.py.
 """
 
 from __future__ import annotations
 
 import json
 
-from harness.runners.base import RunnerSettings
+from harness.models.runners.base import RunnerSettings
 
 
 class FakeRunner:

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from harness.cli import main
-from harness.errors import UserError
+from harness.core.errors import UserError
 from tasks import ppl
 
 from .helpers import _icl_files
@@ -149,7 +149,7 @@ def test_eval_ppl_end_to_end_with_a_length_no_document_reaches(run_dir, tmp_path
 
 
 def test_ppl_unavailable_at_every_length_is_listed_before_any_model_load(run_dir, tmp_path, monkeypatch):
-    from harness.evaluate import EvalConfig, plan_eval
+    from harness.pipeline.evaluate import EvalConfig, plan_eval
 
     docs = tmp_path / "docs.jsonl"
     docs.write_text(json.dumps({"text": DOC}) + "\n")
@@ -182,7 +182,7 @@ def test_samples_default_all_items_for_fixed_datasets_500_for_length_controlled(
     --samples N caps every task."""
     from harness.cli import build_parser
     from harness.commands.eval import config_from_args
-    from harness.evaluate import DEFAULT_SAMPLES, _num_samples, plan_eval
+    from harness.pipeline.evaluate import DEFAULT_SAMPLES, _num_samples, plan_eval
 
     def planned(*flags):
         args = build_parser().parse_args(
@@ -225,8 +225,8 @@ def test_paper_suite_reports_families_with_length_control():
     """--suite paper is reported per family; only RULER's lengths are context lengths."""
     from types import SimpleNamespace
 
-    from harness.aggregate import aggregate
-    from harness.evaluate import _report_suites
+    from harness.pipeline.aggregate import aggregate
+    from harness.pipeline.evaluate import _report_suites
     from tasks.registry import all_suites, get_task
 
     names = all_suites()["paper"]
@@ -286,7 +286,7 @@ def test_max_length_must_leave_room_for_a_prompt(run_dir, lb_dir, tmp_path):
     """Under the exact-length protocol --max-length is prompt + generation: one at or below a task's
     tokens to generate would give a prompt cap <= 0, which truncation reads as "no truncation"; it is
     an error instead. (Under the reference protocol it is the prompt budget: test_reference_protocol.)"""
-    from harness.evaluate import EvalConfig, plan_eval
+    from harness.pipeline.evaluate import EvalConfig, plan_eval
 
     _icl_files(lb_dir)
     with pytest.raises(UserError, match="--max-length 128 leaves no prompt for samsum"):

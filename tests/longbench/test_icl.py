@@ -10,8 +10,8 @@ from collections import Counter
 
 import pytest
 
-from harness.errors import TaskUnavailable
-from harness.runners.base import GenerationRequest
+from harness.core.errors import TaskUnavailable
+from harness.models.runners.base import GenerationRequest
 from tasks.generate import generate_samples
 from tasks.icl import data
 from tasks.icl.tasks import balanced_demos, demo_count, item_seed, parse_label

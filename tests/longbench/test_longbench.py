@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import TaskUnavailable
-from harness.runners.base import GenerationRequest
+from harness.core.errors import TaskUnavailable
+from harness.models.runners.base import GenerationRequest
 from tasks.generate import generate_samples
 from tasks.longbench import data
 from tasks.registry import all_suites, get_task
@@ -127,7 +127,7 @@ def test_missing_data_is_unavailable(tmp_path, monkeypatch):
 
 
 def _mini_loop(task, runner, length, tokenizer):
-    """What the evaluation loop does for "generate" tasks (harness/evaluate.py), in miniature."""
+    """What the evaluation loop does for "generate" tasks (harness/pipeline/evaluate.py), in miniature."""
     n = task.num_samples_available(length)
     samples = generate_samples(task, length, range(n), tokenizer, seed=42, cache_dir=False)
     preds = runner.generate([GenerationRequest(s.prompt, s.max_new_tokens) for s in samples])

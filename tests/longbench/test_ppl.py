@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from harness.errors import TaskUnavailable, UserError
+from harness.core.errors import TaskUnavailable, UserError
 from tasks import ppl
 from tasks.registry import all_suites, get_task
 

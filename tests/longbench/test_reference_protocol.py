@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from harness.cli import main
-from harness.errors import UserError
+from harness.core.errors import UserError
 from tasks.longbench.prompts import DATASETS, NO_CHAT_TEMPLATE
 from tasks.longbench.tasks import HEADLINE_GROUPS
 from tasks.registry import get_task

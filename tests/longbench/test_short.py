@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.registry import all_suites, get_task
 from tasks.short import data
 
@@ -52,13 +52,13 @@ def test_mmlu_matches_brute_force(short_dirs, tiny_runner):
         assert rec["prediction"] == "ABCD"[best]
         assert rec["score"] == float(best == doc["answer"])
         assert rec["metadata"]["num_fewshot"] == 5 and rec["metadata"]["lm_eval_version"].startswith("0.4")
-    # the reported MMLU cell (harness.aggregate) is the mean over these 4 questions
+    # the reported MMLU cell (harness.pipeline.aggregate) is the mean over these 4 questions
     assert _mmlu_cell(out) == pytest.approx(100 * sum(r["score"] for r in out) / 4)
 
 
 def _mmlu_cell(out):
-    """The MMLU score harness.aggregate reports for one checkpoint's records (x100)."""
-    from harness.aggregate import aggregate
+    """The MMLU score harness.pipeline.aggregate reports for one checkpoint's records (x100)."""
+    from harness.pipeline.aggregate import aggregate
 
     ckpt = {"path": "ckpt-1", "step": 1, "fingerprint": "fp"}
     records = [

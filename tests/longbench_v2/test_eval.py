@@ -10,7 +10,7 @@ from typing import ClassVar
 import pytest
 
 from harness.cli import main
-from harness.runners import registry
+from harness.models.runners import registry
 from tasks.longbench_v2 import data
 
 from .helpers import make_items, write_data
@@ -34,7 +34,7 @@ class ScriptedRunner:
 
     def __init__(self, model_path, settings):
         self.settings = settings
-        from tasks.tokenization import load_tokenizer
+        from harness.models.tokenization import load_tokenizer
 
         self.tokenizer = load_tokenizer(model_path)
 
@@ -132,7 +132,7 @@ def test_cot_runs_two_steps_and_no_context_runs_at_length_zero(tiny_llama_dir, l
 
 def test_tiny_llama_end_to_end_with_chat_template(tiny_llama_dir, lbv2_dir, tmp_path, capsys):
     """The real hf backend; with --chat the template's tokens come out of the budget."""
-    from tasks.tokenization import load_tokenizer
+    from harness.models.tokenization import load_tokenizer
 
     has_chat = bool(getattr(load_tokenizer(str(tiny_llama_dir)), "chat_template", None))
     out = tmp_path / "tiny"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.longbench_v2 import data
 from tasks.longbench_v2.prompts import extract_answer
 from tasks.registry import all_suites, get_task

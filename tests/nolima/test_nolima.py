@@ -5,7 +5,7 @@ The PINNED prompts are the exact-length protocol's (a haystack fitted to the bud
 protocol's prompts are pinned against the reference's own code in test_nolima_parity.py.
 
 Expected values were computed once by running adobe-research/NoLiMa at 7532e4e on the fixture
-of tests/nolima/fixtures.py with the test BPE tokenizer (harness.embedded.build_tokenizer):
+of tests/nolima/fixtures.py with the test BPE tokenizer (harness.models.embedded.build_tokenizer):
 data/book_haystack.py BookHaystack.generate_w_needle_placement, evaluation/run_tests.py's
 argument filling and DEFAULT_TASK_TEMPLATE, async_evaluate.py's per-test seeding and
 np.random.choice draws, and async_evaluate.py _evaluate_response (metric "contains").
@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.nolima import data
 from tasks.nolima.tasks import DEPTHS, MAX_NEW_TOKENS, contains
 from tasks.registry import all_suites, get_task
@@ -196,7 +196,7 @@ def test_generate_command(nolima_dir, bpe_tokenizer_dir, bpe_tokenizer, tmp_path
 
 def test_reference_protocol(nolima_dir, bpe_tokenizer):
     """The default protocol: the haystack is the length, in the reference's units and grid."""
-    from harness.errors import UserError
+    from harness.core.errors import UserError
     from tasks.nolima.protocol import REFERENCE_LENGTHS, reference_length
     from tasks.nolima.tasks import SYSTEM_PROMPT
 

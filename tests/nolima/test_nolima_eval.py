@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from harness.aggregate import base_relative_effective_length
 from harness.cli import main
+from harness.core.effective_length import base_relative_effective_length
 from tasks.nolima import data
 
 from .fixtures import write_nolima
@@ -85,7 +85,7 @@ def test_eval_end_to_end(protocol, tiny_llama_dir, tmp_path, capsys, monkeypatch
     rel = suite["summary"]["effective_length_nolima"]
     assert rel["rule"] == "nolima-paper" and rel["fraction"] == 0.85 and rel["base_lengths"] == lengths
     assert suite["summary"]["effective_length"]["threshold"] == 85.6  # RULER's rule stays beside it
-    from harness.aggregate import apply_threshold
+    from harness.pipeline.aggregate import apply_threshold
 
     again = apply_threshold(results, 10.0)["suites"]["nolima"]["summary"]
     assert again["effective_length"]["threshold"] == 10.0 and again["effective_length_nolima"] == rel

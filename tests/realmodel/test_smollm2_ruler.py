@@ -66,9 +66,9 @@ def _margins(model: str, records: list[dict]) -> dict[str, float]:
     import torch
 
     import tasks.ruler  # noqa: F401
-    from harness.runners.common import prompt_ids
-    from harness.sources import source_for
-    from harness.sources.gguf import load_model
+    from harness.models.runners.common import prompt_ids
+    from harness.models.sources import source_for
+    from harness.models.sources.gguf import load_model
     from tasks.registry import get_task
 
     src = source_for(model)
@@ -98,7 +98,7 @@ def _margins(model: str, records: list[dict]) -> dict[str, float]:
 
 
 def _write_pins(records: list[dict], model: str, gguf: Path) -> None:
-    from harness.atomic import atomic_write
+    from harness.core.atomic import atomic_write
 
     margins = _margins(model, records)
     pins = {

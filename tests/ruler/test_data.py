@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 from tasks.data.essays import load_essays
 from tasks.data.sentences import sentence_starts, split_sentences
 from tasks.data.words import adjectives, cwe_words, nouns, random_pair

@@ -3,8 +3,8 @@
 import json
 
 from harness.cli import main
+from harness.models.tokenization import count_tokens, load_tokenizer
 from tasks.base import Sample
-from tasks.tokenization import count_tokens, load_tokenizer
 
 
 def test_generate_ruler_1k(tmp_path, capsys):
@@ -31,7 +31,7 @@ def test_generate_ruler_1k(tmp_path, capsys):
     assert "qa_1: unavailable" in printed and "--squad" in printed
     assert json.loads((out / "unavailable.json").read_text()).keys() == {"qa_1", "qa_2"}
     assert not (out / "niah_multikey_3").exists()
-    from harness.embedded import default_tokenizer_dir
+    from harness.models.embedded import default_tokenizer_dir
 
     tok = load_tokenizer(str(default_tokenizer_dir()))
     for name in ("niah_single_1", "vt", "cwe", "fwe"):

@@ -14,10 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.generate import generate_samples
-from tasks.registry import get_task
-from tasks.ruler import RULER_TASKS
-from tasks.tokenization import (
+from harness.models.tokenization import (
     LightTokenizer,
     adds_bos,
     load_generation_tokenizer,
@@ -25,6 +22,9 @@ from tasks.tokenization import (
     num_special_tokens,
     tokenizer_fingerprint,
 )
+from tasks.generate import generate_samples
+from tasks.registry import get_task
+from tasks.ruler import RULER_TASKS
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = [
@@ -184,7 +184,7 @@ def test_ppl_samples_identical(bpe_tokenizer_dir):
 def test_older_transformers_goes_to_transformers(bpe_tokenizer_dir, monkeypatch):
     """The rules are transformers 5's: with 4.x installed (it cleans up decoded BPE text, for
     one) every directory goes through AutoTokenizer."""
-    import tasks.tokenization as tz
+    import harness.models.tokenization as tz
 
     monkeypatch.setattr(tz, "_transformers_is_5", lambda: False)
     assert not isinstance(load_generation_tokenizer(str(bpe_tokenizer_dir)), LightTokenizer)

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from harness.errors import TaskUnavailable, UserError
+from harness.core.errors import TaskUnavailable, UserError
 from tasks.data.qa import load_qa
 from tasks.registry import get_task
 from tests.ruler.test_tasks import check_length_rule

@@ -93,7 +93,7 @@ def test_hotpotqa_streamed_equals_whole_read(tmp_path, monkeypatch, hotpot_file)
 def test_odd_files_fall_back_to_the_whole_read(tmp_path, monkeypatch):
     """Not a UTF-8 array, invalid JSON, wrong shape: no stream result, and load_qa raises the same
     TaskUnavailable as the whole read always did."""
-    from harness.errors import TaskUnavailable
+    from harness.core.errors import TaskUnavailable
 
     good = json.dumps(_hotpot(random.Random(2), 3))
     cases = {

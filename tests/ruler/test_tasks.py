@@ -10,9 +10,9 @@ from collections import Counter
 
 import pytest
 
+from harness.models.tokenization import count_tokens
 from tasks.registry import all_suites, all_tasks, get_task
 from tasks.ruler import RULER_TASKS
-from tasks.tokenization import count_tokens
 
 SYNTHETIC = [t for t in RULER_TASKS if not t.startswith("qa_")]
 
@@ -96,7 +96,7 @@ def test_task_128k(name, bpe_tokenizer):
 
 
 def test_length_below_fixed_parts_names_the_limit(bpe_tokenizer):
-    from harness.errors import UserError
+    from harness.core.errors import UserError
 
     with pytest.raises(UserError, match="at least"):
         get_task("vt").sample(256, 0, 42, bpe_tokenizer)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.runners.base import LoglikelihoodRequest
+from harness.models.runners.base import LoglikelihoodRequest
 from tasks.base import Task
 from tasks.registry import register_task
 

@@ -19,7 +19,7 @@ import pytest
 from tiny_server import TinyServer
 
 from harness.cli import main
-from harness.store import read_store
+from harness.pipeline.store import read_store
 
 ARGS = ["--lengths", "1k", "--no-progress", "--cache-dir", "none", "--batch-size", "1", "--concurrency", "1"]
 RETRIES = ["--retries", "1"]  # a bad reply is tried again once (after 0.5 s), then the run stops

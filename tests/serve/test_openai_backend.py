@@ -12,8 +12,8 @@ import pytest
 from tiny_server import TinyServer
 
 from harness.cli import main
-from harness.runners.base import LoglikelihoodRequest, RunnerSettings
-from harness.store import read_store
+from harness.models.runners.base import LoglikelihoodRequest, RunnerSettings
+from harness.pipeline.store import read_store
 
 TASKS = "niah_single_1,vt"
 
@@ -136,13 +136,13 @@ def test_served_context_missing_needs_max_model_len(tiny_llama_dir, tmp_path, ca
 
 
 def test_loglikelihood_from_prompt_logprobs_equals_in_process(server, tiny_llama_dir):
-    from harness.runners.registry import get_runner
+    from harness.models.runners.registry import get_runner
 
     endpoint = {"base_url": server.url, "concurrency": 2}
     api = get_runner("openai", "tiny", RunnerSettings(backend="openai", max_model_len=2048, endpoint=endpoint, tokenizer=str(tiny_llama_dir)))  # fmt: skip
     hf = get_runner("hf", str(tiny_llama_dir), RunnerSettings(backend="hf", dtype="float32"))
     try:
-        from harness.runners.base import GenerationRequest
+        from harness.models.runners.base import GenerationRequest
 
         greedy = hf.generate([GenerationRequest("The grass is green. The sky is", 3)])[0]
         reqs = [
@@ -176,9 +176,9 @@ def test_chat_route_equals_in_process_chat_template(chat_model_dir, tmp_path):
 
 
 def test_backoff_doubles_and_a_4xx_is_not_retried(server):
-    from harness.errors import UserError
-    from harness.runners.endpoint import Endpoint, EndpointError, RequestRejected, api_base
-    from harness.runners.replies import Completion
+    from harness.core.errors import UserError
+    from harness.models.runners.endpoint import Endpoint, EndpointError, RequestRejected, api_base
+    from harness.models.runners.replies import Completion
 
     waits: list[float] = []
     ep = Endpoint(server.url, retries=3, sleep=waits.append)

@@ -1,4 +1,4 @@
-"""Instruct / reasoning controls (harness/reasoning.py): every backend; here through the hf one."""
+"""Instruct / reasoning controls (harness/pipeline/reasoning.py): every backend; here through the hf one."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.errors import UserError
-from harness.identity import record_key, settings_id
-from harness.reasoning import Options, parse_max_new_tokens, strip_thinking
-from harness.store import read_store
+from harness.core.errors import UserError
+from harness.core.identity import record_key, settings_id
+from harness.pipeline.reasoning import Options, parse_max_new_tokens, strip_thinking
+from harness.pipeline.store import read_store
 
 
 @pytest.mark.parametrize(
@@ -42,7 +42,9 @@ def test_parse_max_new_tokens():
 
 
 def test_each_control_changes_the_identity_and_defaults_keep_it():
-    def ident(o: Options) -> str:  # the record settings' identity with these controls (as harness.evaluate builds them)
+    def ident(
+        o: Options,
+    ) -> str:  # the record settings' identity with these controls (as harness.pipeline.evaluate builds them)
         base = {"backend": "hf", "dtype": "auto"}
         return settings_id({**base, "options": o.non_default()} if o.non_default() else base)
 
@@ -82,7 +84,7 @@ def test_controls_are_run_settings_recorded_and_shown(tiny_llama_dir, tmp_path, 
     records = read_store(out / "samples.jsonl")[1]
     assert len(records) == 4  # nothing resumed into the default run's records: new keys
     new = {r["task"]: r for r in records[2:]}
-    # the same model; the controls are part of the key through the record settings (harness/identity.py)
+    # the same model; the controls are part of the key through the record settings (harness/core/identity.py)
     assert new["vt"]["checkpoint"]["fingerprint"] == default["vt"]["checkpoint"]["fingerprint"]
     assert record_key(new["vt"]) != record_key(default["vt"])
     assert record_key(new["vt"])[:-1] == record_key(default["vt"])[:-1]
@@ -108,7 +110,7 @@ def test_controls_are_run_settings_recorded_and_shown(tiny_llama_dir, tmp_path, 
 
 
 def test_no_answer_prefix_leaves_default_samples_byte_identical(bpe_tokenizer):
-    from harness.reasoning import apply_options
+    from harness.pipeline.reasoning import apply_options
     from tasks.generate import generate_samples
     from tasks.registry import get_task
 

@@ -7,16 +7,16 @@ import sys
 
 import pytest
 
-from harness.errors import UserError
-from harness.runners import registry
-from harness.runners.base import RunnerSettings
+from harness.core.errors import UserError
+from harness.models.runners import registry
+from harness.models.runners.base import RunnerSettings
 
 
 def test_listing_backends_and_building_the_cli_import_no_heavy_module():
     code = (
         "import sys\n"
         "from harness.cli import build_parser\n"
-        "from harness.runners.registry import backend_names\n"
+        "from harness.models.runners.registry import backend_names\n"
         "build_parser()\n"
         "print(','.join(backend_names()))\n"
         "print(','.join(m for m in ('torch', 'transformers', 'vllm', 'numpy') if m in sys.modules))\n"

@@ -1,4 +1,4 @@
-"""The reply schemas (harness/runners/replies.py) on their own: the shapes real servers send are
+"""The reply schemas (harness/models/runners/replies.py) on their own: the shapes real servers send are
 accepted, with vLLM's extensions; anything else is one line naming the field and the answer."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from harness.runners.replies import ChatCompletion, Completion, ModelList, ReplyError, ScoredCompletion, parse
+from harness.models.runners.replies import ChatCompletion, Completion, ModelList, ReplyError, ScoredCompletion, parse
 
 # As vLLM 0.x answers an echo + logprobs=1 + prompt_logprobs request (trimmed to three tokens).
 VLLM_ECHO = {

@@ -27,7 +27,7 @@ os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
 
 from harness.cli import main
-from harness.store import read_store
+from harness.pipeline.store import read_store
 
 CONTEXT = 2048
 COMMON = ["--tasks", "niah_single_1,vt", "--lengths", "1k", "--samples", "3", "--no-progress", "--cache-dir", "none"]
@@ -129,8 +129,8 @@ def test_served_predictions_equal_the_offline_backend(server, offline, tiny_llam
 
 
 def test_loglikelihood_through_vllm_serve_equals_transformers(server, tiny_llama_dir):
-    from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
-    from harness.runners.registry import get_runner
+    from harness.models.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
+    from harness.models.runners.registry import get_runner
 
     endpoint = {"base_url": server.url}
     settings = RunnerSettings(backend="openai", max_model_len=CONTEXT, endpoint=endpoint, tokenizer=str(tiny_llama_dir))

@@ -1,4 +1,4 @@
-"""Checkpoint configs are validated at the boundary (harness/sources/config_schema.py): a wrong type,
+"""Checkpoint configs are validated at the boundary (harness/models/sources/config_schema.py): a wrong type,
 a NaN rope theta or weights of other shapes than the config implies is one line each, before any
 work, in eval and train alike; every config transformers itself writes is accepted."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import UserError
-from harness.sources.config_schema import check_config_and_shapes, validate_config
+from harness.core.errors import UserError
+from harness.models.sources.config_schema import check_config_and_shapes, validate_config
 
 from .sources_util import run_cli
 
@@ -70,7 +70,7 @@ def test_a_bad_config_is_one_line_before_any_work(case, tiny_llama_dir, tmp_path
 
 
 def test_gguf_metadata_is_checked_by_the_same_schema(tiny_llama_dir, tmp_path):
-    from harness.sources import source_for
+    from harness.models.sources import source_for
 
     from .gguf_fixture import write_tiny_gguf
 

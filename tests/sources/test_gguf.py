@@ -1,4 +1,4 @@
-"""GGUF files as checkpoints (harness/sources/gguf.py, gguf_header.py): header reading, damaged and
+"""GGUF files as checkpoints (harness/models/sources/gguf.py, gguf_header.py): header reading, damaged and
 unknown files, evaluation equal to the folder the file was written from, packaged names, conversion."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import UserError
-from harness.sources import source_for
-from harness.sources.gguf_header import GGUFError, read_header
-from harness.store import read_store
+from harness.core.errors import UserError
+from harness.models.sources import source_for
+from harness.models.sources.gguf_header import GGUFError, read_header
+from harness.pipeline.store import read_store
 
 from .gguf_fixture import write_tiny_gguf
 from .sources_util import run_cli
@@ -47,7 +47,7 @@ def test_header_matches_the_folder_it_was_written_from(tiny_gguf, tiny_llama_dir
 
 
 def test_header_of_the_packaged_smollm2_agrees_with_transformers():
-    from harness.sources.packaged import locate
+    from harness.models.sources.packaged import locate
 
     try:
         path = locate("smollm2-135m-instruct")
@@ -144,7 +144,7 @@ def test_a_gguf_and_a_folder_are_compared_by_their_loaded_tokenizers(tiny_gguf, 
     """Across kinds the tokenizers are compared as loaded: the GGUF's converted tokenizer equals the
     one `harness convert` writes beside its weights, and differs (in its fingerprint: transformers
     builds another pipeline from GGUF metadata) from the folder the file was written from."""
-    from harness.sources import check_same_tokenizer, select_sources
+    from harness.models.sources import check_same_tokenizer, select_sources
 
     converted = tmp_path / "converted"
     assert run_cli("convert", str(tiny_gguf), "--out", str(converted))[0] == 0
@@ -156,7 +156,7 @@ def test_a_gguf_and_a_folder_are_compared_by_their_loaded_tokenizers(tiny_gguf, 
 
 
 def test_packaged_name_resolves_without_importing_the_package(tiny_gguf, tmp_path, monkeypatch):
-    from harness.sources import packaged
+    from harness.models.sources import packaged
 
     pkg = tmp_path / "site" / "fake_models_pkg"
     pkg.mkdir(parents=True)
@@ -178,7 +178,7 @@ def test_packaged_name_resolves_without_importing_the_package(tiny_gguf, tmp_pat
 
 
 def test_a_missing_package_names_the_setup_command(monkeypatch):
-    from harness.sources import packaged
+    from harness.models.sources import packaged
 
     monkeypatch.setitem(
         packaged.PACKAGED, "absent-model", packaged.Packaged("no_such_pkg_xyz", "no-such", "x.gguf", "absent")
@@ -189,7 +189,7 @@ def test_a_missing_package_names_the_setup_command(monkeypatch):
 
 
 def test_vllm_without_gguf_support_is_refused_before_any_work(tiny_gguf, tmp_path, monkeypatch):
-    from harness.sources import gguf
+    from harness.models.sources import gguf
 
     monkeypatch.setattr(gguf, "vllm_reads_gguf", lambda: False)
     out = tmp_path / "out"

@@ -1,4 +1,4 @@
-"""A record's identity includes every setting that changes its prediction (harness/identity.py).
+"""A record's identity includes every setting that changes its prediction (harness/core/identity.py).
 
 Changing any such setting and evaluating into the same --out computes new records; results.json is
 built from the records of the current command only and states the settings they were computed with.
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.identity import NEUTRAL_SETTINGS, check_claims, record_key, settings_id
-from harness.store import read_store
+from harness.core.identity import NEUTRAL_SETTINGS, check_claims, record_key, settings_id
+from harness.pipeline.store import read_store
 
 BASE = ["--tasks", "vt", "--lengths", "1k", "--samples", "2", "--no-progress", "--cache-dir", "none"]
 
@@ -104,7 +104,7 @@ def _check_changed(out: Path, key: str, value, before: int) -> None:
     with pytest.raises(AssertionError):
         check_claims(records[:before], results["provenance"])  # the old records would contradict it
     # `harness report samples.jsonl` re-aggregates the last-written settings only
-    from harness.aggregate import results_from_store
+    from harness.pipeline.aggregate import results_from_store
 
     again = results_from_store(out / "samples.jsonl")
     assert again["suites"]["custom"]["per_task"]["vt"]["1024"]["num_samples"] == 2

@@ -1,4 +1,4 @@
-"""The model-source interface (harness/sources/base.py): a new kind is one class, and planning,
+"""The model-source interface (harness/models/sources/base.py): a new kind is one class, and planning,
 the runners and results.json take it without a change; run.model names the model itself."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import shutil
 
 import pytest
 
-from harness.checkpoints import load_checkpoint
-from harness.sources import base, run_model, select_sources
-from harness.sources.base import LoadTarget, ModelSource
-from harness.store import read_store
+from harness.models.checkpoints import load_checkpoint
+from harness.models.sources import base, run_model, select_sources
+from harness.models.sources.base import LoadTarget, ModelSource
+from harness.pipeline.store import read_store
 
 from .sources_util import run_cli
 
@@ -46,7 +46,7 @@ class AliasSource(ModelSource):
 
     @classmethod
     def context_of(cls, path: str, max_model_len: int | None) -> int:
-        from harness.runners.common import folder_context_length
+        from harness.models.runners.common import folder_context_length
 
         return folder_context_length(ALIASES[path.split(":", 1)[1]], max_model_len)
 
@@ -54,7 +54,7 @@ class AliasSource(ModelSource):
         return ("alias", self.checkpoint.path)
 
     def load_tokenizer(self, light: bool = False):
-        from tasks.tokenization import load_tokenizer
+        from harness.models.tokenization import load_tokenizer
 
         return load_tokenizer(ALIASES[self.checkpoint.path.split(":", 1)[1]])
 

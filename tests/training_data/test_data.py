@@ -8,7 +8,7 @@ import statistics
 import numpy as np
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from training.corpus import DOMAINS, generate_documents, write_corpus
 from training.data import anchor_id, load_documents
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from training.mixture import MixtureConfig, budgets, build_mixture, parse_shares, select
 
 

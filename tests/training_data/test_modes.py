@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from training.attention.dense import MAX_DENSE_TOKENS, dense_mask
 from training.modes import MODES, build_batch, check_mode
 from training.packing import pack

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from training.packing import pack
 
 A = 1  # anchor id

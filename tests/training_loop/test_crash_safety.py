@@ -56,8 +56,8 @@ def _leftovers(root: Path) -> list[str]:
 
 
 def _select(spec: str) -> list[int]:
-    from harness.checkpoints import check_same_tokenizer
-    from harness.sources import select_checkpoints
+    from harness.models.checkpoints import check_same_tokenizer
+    from harness.models.sources import select_checkpoints
 
     ckpts = select_checkpoints(spec)
     check_same_tokenizer(ckpts)  # a half-deleted tokenizer used to surface as "different tokenizers"
@@ -141,7 +141,7 @@ def test_exception_between_renames_leaves_no_half_checkpoint(tiny_llama_dir, run
 
 def test_eval_selects_only_complete_checkpoints(tiny_llama_dir, run_job, tmp_path, capsys):
     """Completeness as harness eval sees it: markers, checkpoints from earlier versions, plain HF dirs."""
-    from harness.checkpoints import COMPLETE_FILE, IN_PROGRESS_FILE
+    from harness.models.checkpoints import COMPLETE_FILE, IN_PROGRESS_FILE
 
     from .helpers import small_job
 
@@ -174,8 +174,8 @@ def test_eval_selects_only_complete_checkpoints(tiny_llama_dir, run_job, tmp_pat
     assert sum(f"ckpt-5 ({IN_PROGRESS_FILE}" in line for line in err) == 1
     # A plain Hugging Face model directory (no training metadata) stays selectable.
     assert _select(str(tiny_llama_dir)) == [None]
-    from harness.errors import UserError
-    from harness.sources import select_checkpoints
+    from harness.core.errors import UserError
+    from harness.models.sources import select_checkpoints
 
     with pytest.raises(UserError, match="incomplete"):
         select_checkpoints(f"{run}/ckpt-<3..7>")

@@ -177,7 +177,7 @@ def test_log_to_errors_are_one_line_before_training(
 
 def test_python_api_checks_sinks_first(tmp_path):
     """train(job, log_to=...) fails the same way before reading the model (a path that does not exist)."""
-    from harness.errors import UserError
+    from harness.core.errors import UserError
     from training.loop import train
 
     from .helpers import small_job

@@ -120,7 +120,7 @@ def test_golden_loss_curve(tiny_llama_dir, run_job, tmp_path):
             json.dumps(
                 {
                     "about": "loss per step: anchor mode, sdpa-doc, fp32, window 128, batch 2, lr 1e-3, seed 0, "
-                    "tiny Llama (harness.embedded, hidden 64, 2 layers), training.corpus 120 docs seed 0 max_words 1500",
+                    "tiny Llama (harness.models.embedded, hidden 64, 2 layers), training.corpus 120 docs seed 0 max_words 1500",
                     "losses": losses,
                 },
                 indent=1,
@@ -153,7 +153,7 @@ def test_resume_reproduces_uninterrupted_curve(tiny_llama_dir, run_job, tmp_path
 
 
 def test_resume_with_other_settings_is_a_user_error(tiny_llama_dir, run_job, tmp_path):
-    from harness.errors import UserError
+    from harness.core.errors import UserError
 
     run_job(small_job(tiny_llama_dir, tmp_path / "run", steps=2, window=128))
     with pytest.raises(UserError, match="window"):
@@ -164,7 +164,7 @@ def test_checkpoints_written_once_and_loadable(tiny_llama_dir, run_job, tmp_path
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from harness.sources import select_checkpoints
+    from harness.models.sources import select_checkpoints
     from training import checkpointing
 
     calls = []
@@ -252,8 +252,8 @@ def test_checkpoint_context_is_the_larger_of_model_and_window(
     """A model continued at a window shorter than its context keeps its context (issue 27 §7: SmolLM2's
     8192 positions continued at 1024 used to be written as 1024, and eval then refused 2K); a window
     longer than the model's context becomes the context."""
-    from harness.embedded import build_tiny_llama
-    from harness.runners.common import context_length
+    from harness.models.embedded import build_tiny_llama
+    from harness.models.runners.common import context_length
 
     base = build_tiny_llama(tmp_path / "base", bpe_tokenizer_dir, max_position_embeddings=positions)
     run_job(small_job(base, tmp_path / "run", steps=1, window=window, save_every=1))

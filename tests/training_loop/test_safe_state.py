@@ -188,7 +188,7 @@ def test_plain_bin_weights_still_load(tiny_llama_dir, tmp_path):
     """Only payloads are refused: a .bin of tensors evaluates like the safetensors checkpoint."""
     import json
 
-    from harness.store import read_store
+    from harness.pipeline.store import read_store
 
     model = _bin_model(tiny_llama_dir, tmp_path / "model", None)
     common = ["--tasks", "vt", "--lengths", "1k", "--samples", "1", "--no-progress", "--cache-dir", "none"]

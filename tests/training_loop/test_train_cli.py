@@ -32,7 +32,7 @@ def _args(model, data, out, *extra):
 
 
 def test_train_cli_writes_evaluable_checkpoints(tiny_llama_dir, corpus_path, tmp_path, capsys):
-    from harness.sources import select_checkpoints
+    from harness.models.sources import select_checkpoints
     from training.logging import read_log
 
     out = tmp_path / "run"

@@ -1,4 +1,4 @@
-"""The one argument validator (harness/validate.py), the one output path check (harness/paths.py)
+"""The one argument validator (harness/core/validate.py), the one output path check (harness/core/paths.py)
 and how the CLI ends: ASCII, finite, bounded numbers for every int/float flag of every subcommand;
 run names that stay under results/; `| head` without a traceback; one line for any error."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli import build_parser, main
-from harness.errors import UserError
-from harness.paths import check_apart, check_out, check_run_name, results_dir
-from harness.validate import INT_LIMIT, ascii_float, ascii_int, integer, number, unique_list
+from harness.core.errors import UserError
+from harness.core.paths import check_apart, check_out, check_run_name, results_dir
+from harness.core.validate import INT_LIMIT, ascii_float, ascii_int, integer, number, unique_list
 
 FULLWIDTH = ["\uff11", "\uff14k", "\u0664", "\u00b2", "1\u00b2", "\uff11.5"]  # str.isdigit takes most of these
 
@@ -169,7 +169,7 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
 
 
 def test_progress_bars_stay_off_a_pipe():
-    from harness.progress import progress_bar
+    from harness.core.progress import progress_bar
 
     bar = progress_bar(total=3, desc="x", unit="u")  # pytest's captured stderr is no terminal
     assert bar.disable

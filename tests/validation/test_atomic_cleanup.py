@@ -1,4 +1,4 @@
-"""harness.atomic owns its temp files: a killed writer's leftovers go at the next successful write
+"""harness.core.atomic owns its temp files: a killed writer's leftovers go at the next successful write
 of that file (never a live writer's), and publish_files changes a set of files all or none, whatever
 step a kill lands on."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import atomic
-from harness.atomic import GENERATIONS, atomic_write, clean_stale_temps, publish_files
+from harness.core import atomic
+from harness.core.atomic import GENERATIONS, atomic_write, clean_stale_temps, publish_files
 
 
 def _names(d: Path) -> list[str]:

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 from .mutations import dumps, mutated_bytes, mutated_json, one_line
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.runners.replies import ChatCompletion, Completion, ModelList, ReplyError, ScoredCompletion, parse
+from harness.models.runners.replies import ChatCompletion, Completion, ModelList, ReplyError, ScoredCompletion, parse
 
 from .mutations import mutated_json, one_line
 

@@ -13,9 +13,9 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from harness.aggregate import aggregate
-from harness.errors import UserError
-from harness.results_schema import validate_results
+from harness.core.errors import UserError
+from harness.core.results_schema import validate_results
+from harness.pipeline.aggregate import aggregate
 
 from .mutations import mutated_json, one_line
 
@@ -86,9 +86,9 @@ def _consume(data: dict, tmp_dir) -> None:
     import copy
     import json
 
-    from harness.aggregate import apply_threshold
     from harness.commands.plan import plan
-    from harness.table import format_table
+    from harness.pipeline.aggregate import apply_threshold
+    from harness.pipeline.table import format_table
     from leaderboards.build import build
     from leaderboards.export import to_csv, to_json, to_markdown
     from leaderboards.render import render_html

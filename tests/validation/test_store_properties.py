@@ -12,8 +12,8 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.errors import UserError
-from harness.store import StoreError, read_store
+from harness.core.errors import UserError
+from harness.pipeline.store import StoreError, read_store
 
 from .mutations import dumps, mutated_bytes, mutated_json, one_line
 from .test_results_properties import _records
@@ -50,8 +50,8 @@ def _check_records(records: list[dict]) -> None:
 
 
 def _consume(path: str) -> None:
-    from harness.aggregate import results_from_store
-    from harness.table import format_table
+    from harness.pipeline.aggregate import results_from_store
+    from harness.pipeline.table import format_table
     from tasks.registry import all_suites
 
     _, records = read_store(path)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import TaskUnavailable
+from harness.core.errors import TaskUnavailable
 
 
 @pytest.fixture(autouse=True)

@@ -18,14 +18,14 @@ pytestmark = pytest.mark.vllm
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
 
-from harness.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
+from harness.models.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
 
 PROMPTS = ["The grass is green. " * k + "The special magic number is" for k in (1, 9, 40, 4, 17)]
 
 
 @pytest.fixture(scope="module")
 def runners(tiny_llama_dir):
-    from harness.runners.registry import get_runner
+    from harness.models.runners.registry import get_runner
 
     settings = {"dtype": "float32", "batch_size": 2}
     v = get_runner("vllm", str(tiny_llama_dir), RunnerSettings(backend="vllm", **settings))
@@ -131,7 +131,7 @@ def test_prefix_cache_hits_are_counted_and_change_nothing(tiny_llama_dir, runner
     prefix cache serves the shared blocks (num_cached_tokens), and the texts equal a run without the
     cache and the transformers runner's. Engines of its own: closing an engine (the eval test above
     does) tears down vLLM's process groups under an engine still open."""
-    from harness.runners.registry import get_runner
+    from harness.models.runners.registry import get_runner
 
     _, h = runners
     stem = "The grass is green. The sky is blue. The sun is yellow. " * 30

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 KERNELS = ("dense", "sdpa-doc", "flex", "varlen")
 _TEST_KERNELS = ("varlen-cpu-emulation",)
