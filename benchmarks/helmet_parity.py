@@ -16,11 +16,15 @@ pytrec-eval-terrier` and put DIR on PYTHONPATH), for every task and length that 
   metrics  the same predictions scored by HELMET's post_process (RAG, JSON KV, RULER, MS MARCO's
            NDCG@10) or eval_alce (str_em, qampari_rec_top5) and by our Task.score.
 
-It prints one line per task and length and every mismatch, and with --pins writes the counts and
-the sha256 of HELMET's prompts, which tests/helmet/test_reference.py pins without the checkout.
 ICL runs HELMET's load_icl on tests/helmet/icl_fixture (tasks.icl's layout, handed to it in place
-of the hub's CogComp/trec). LongQA / Summ (hub datasets, NarrativeQA's unseeded demo shuffle) are
-not compared here (docs/helmet-parity.md).
+of the hub's CogComp/trec). LongQA and Summ (NarrativeQA, InfiniteBench, Multi-LexSum: hub datasets,
+Llama-2 length filters) run HELMET's loaders on generated rows with a stand-in Llama-2 tokenizer:
+benchmarks/helmet_parity_long.py; what is patched inside HELMET's process for the hub datasets,
+that tokenizer and the unseeded demo draws: benchmarks/helmet_parity_hub.py.
+
+It prints one line per task and length and every mismatch, and with --pins writes the counts and
+the sha256 of HELMET's prompts, which tests/helmet/test_reference.py (released files) and
+tests/helmet/test_long_parity.py (LongQA / Summ) pin without the checkout.
 """
 
 from __future__ import annotations
@@ -31,11 +35,16 @@ import json
 import os
 import random
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# the modules beside this script (its folder is sys.path's first entry when it runs)
+import helmet_parity_hub as hub
+import helmet_parity_long as long_docs
 
 # (our task, HELMET dataset name, length) -> compared when the length's file is in the data folder
 CASES = [
@@ -109,49 +118,48 @@ def _helmet_score(name: str, hdata_out: dict, item: dict, output: str, eval_alce
     return float(mets[key])
 
 
-def _icl_hub(hdata, icl_folder: Path) -> None:
-    """HELMET's load_icl reads CogComp/trec from the hub: hand it the fixture's rows instead, with
-    the hub's column names and ClassLabel feature (trec_coarse only), and run datasets' map in
-    process (num_proc changes nothing but the number of workers)."""
-    import datasets
-
-    labels = json.loads((icl_folder / "trec_coarse/labels.json").read_text())
-    feats = datasets.Features({"text": datasets.Value("string"), "coarse_label": datasets.ClassLabel(names=labels)})
-
-    def split(name: str):
-        rows = [json.loads(x) for x in (icl_folder / f"trec_coarse/{name}.jsonl").read_text().splitlines()]
-        cols = {"text": [r["text"] for r in rows], "coarse_label": [r["label"] for r in rows]}
-        return datasets.Dataset.from_dict(cols, features=feats)
-
-    hub_load = hdata.load_dataset
-
-    def load_dataset(name, *args, **kwargs):
-        if name != "CogComp/trec":  # the released files: datasets' own json loader
-            return hub_load(name, *args, **kwargs)
-        return {"train": split("train"), "test": split("test")}
-
-    hdata.load_dataset = load_dataset
-    original = datasets.Dataset.map
-
-    def map_in_process(self, *args, **kwargs):
-        kwargs.pop("num_proc", None)
-        return original(self, *args, **kwargs)
-
-    datasets.Dataset.map = map_in_process
-
-
-def run(checkout: Path, folder: Path, tokenizer_path: str | None, icl_folder: Path | None = None) -> dict:
-    os.environ["HARNESS_HELMET"] = str(folder)
-    if icl_folder is not None:
-        os.environ["HARNESS_ICL_DATA"] = str(icl_folder)
+def run(
+    checkout: Path, folder: Path, tokenizer_path: str | None, icl_folder: Path | None = None, hub_data: bool = True
+) -> dict:
+    """Both parts (released files, then LongQA / Summ unless hub_data is False); the report."""
     os.environ.setdefault("HF_DATASETS_CACHE", str(Path(os.environ.get("TMPDIR", "/tmp")) / "helmet-parity-ds"))
     hdata, model_utils, eval_alce = _helmet(checkout)
-    if icl_folder is not None:
-        _icl_hub(hdata, icl_folder)
+    tok = _tokenizer(tokenizer_path)
+    trec = {"CogComp/trec": hub.trec_hub(icl_folder)} if icl_folder is not None else {}
+    with tempfile.TemporaryDirectory(prefix="helmet-parity-") as work:
+        if hub_data:
+            llama2, long_folder, rows = long_docs.prepare(Path(work))
+            long_docs.serve_rows(hdata, rows, llama2, trec)
+        else:
+            hub.serve(hdata, trec)
+        parts = {"released": _released(hdata, model_utils, eval_alce, tok, folder, icl_folder)}
+        if hub_data:
+            parts["hub"] = long_docs.run(hdata, model_utils, tok, long_folder, llama2)
+    report: dict = {"cases": {}}
+    for part, counts in parts.items():
+        report["cases"].update(counts.pop("cases"))
+        report[part] = counts
+        print(
+            f"{part}: {counts['prompts']} prompts, {counts['prompt_mismatches']} prompt mismatches; "
+            f"{counts['scores']} scores, {counts['metric_mismatches']} metric mismatches"
+        )
+    for key in ("prompts", "prompt_mismatches", "scores", "metric_mismatches"):
+        report[key] = sum(counts[key] for counts in parts.values())
+    print(
+        f"total: {report['prompts']} prompts, {report['prompt_mismatches']} prompt mismatches; "
+        f"{report['scores']} scores, {report['metric_mismatches']} metric mismatches"
+    )
+    return report
+
+
+def _released(hdata, model_utils, eval_alce, tok, folder: Path, icl_folder: Path | None) -> dict:
+    """HELMET's released files (data.tar.gz's layout) and ICL: every case whose file is in `folder`."""
     from tasks.helmet import reference
     from tasks.registry import get_task
 
-    tok = _tokenizer(tokenizer_path)
+    os.environ["HARNESS_HELMET"] = str(folder)
+    if icl_folder is not None:
+        os.environ["HARNESS_ICL_DATA"] = str(icl_folder)
     report: dict = {"cases": {}, "prompt_mismatches": 0, "metric_mismatches": 0, "prompts": 0, "scores": 0}
     for name, dataset in CASES:
         task = get_task(name)
@@ -196,6 +204,7 @@ def run(checkout: Path, folder: Path, tokenizer_path: str | None, icl_folder: Pa
                             f"  metric mismatch {name} {length} #{i} {pred!r}: HELMET {theirs_score}, ours {ours_score}"
                         )
             report["cases"][f"{name}@{length}"] = {
+                "data": "released",
                 "items": len(shas),
                 "prompt_sha256": shas,
                 "prompt_mismatches": len(bad),
@@ -209,10 +218,6 @@ def run(checkout: Path, folder: Path, tokenizer_path: str | None, icl_folder: Pa
             print(
                 f"{name:24s} {length:>6d}  {len(shas)} prompts, {len(bad)} mismatches; {scored} scores, {len(bad_scores)} mismatches"
             )
-    print(
-        f"total: {report['prompts']} prompts, {report['prompt_mismatches']} prompt mismatches; "
-        f"{report['scores']} scores, {report['metric_mismatches']} metric mismatches"
-    )
     return report
 
 
@@ -225,8 +230,9 @@ def main() -> int:
         "--icl-data", type=Path, default=ROOT / "tests/helmet/icl_fixture", help="tasks.icl's layout (trec_coarse)"
     )
     p.add_argument("--pins", type=Path, help="write the counts and HELMET's prompt hashes here (JSON)")
+    p.add_argument("--no-hub-data", action="store_true", help="skip LongQA / Summ (generated hub rows, a few minutes)")
     a = p.parse_args()
-    report = run(a.helmet.resolve(), a.data.resolve(), a.tokenizer, a.icl_data.resolve())
+    report = run(a.helmet.resolve(), a.data.resolve(), a.tokenizer, a.icl_data.resolve(), not a.no_hub_data)
     if a.pins:
         a.pins.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     return 1 if report["prompt_mismatches"] or report["metric_mismatches"] else 0

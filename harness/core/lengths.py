@@ -15,7 +15,7 @@ import re
 
 from harness.core.errors import UserError
 
-MIN_LENGTH = 256
+MIN_LENGTH = 250  # NoLiMa's shortest haystack, in its own units (its reference grid starts at 250)
 MAX_LENGTH = 1024 * 1024
 
 _ITEM = re.compile(r"^\s*(\d+)\s*([kKmM]?)\s*$", re.ASCII)  # ASCII digits: int() also reads "４"
@@ -29,7 +29,7 @@ def parse_length(text: str) -> int:
         raise UserError(f"bad length {text!r}: {_FIX}")
     value = int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
     if not MIN_LENGTH <= value <= MAX_LENGTH:
-        raise UserError(f"length {text!r} = {value} is outside {MIN_LENGTH}..{MAX_LENGTH} (256 to 1m)")
+        raise UserError(f"length {text!r} = {value} is outside {MIN_LENGTH}..{MAX_LENGTH} (250 to 1m)")
     return value
 
 

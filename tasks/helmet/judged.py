@@ -316,15 +316,25 @@ class HelmetMultiLexSum(HelmetJudgedTask):
     def _data(self):
         return _multi_lexsum(str(data.data_dir()))
 
+    def _kept(self) -> list[int]:
+        """load_multi_lexsum's filter: the cases whose sources reach 65,536 Llama-2 tokens."""
+        val = self._data()[0]
+        return [
+            i
+            for i in range(len(val))
+            if reference.llama2_length("\n\n".join(val[i]["sources"])) >= MULTI_LEXSUM_MIN_TOKENS
+        ]
+
+    def num_samples_available(self, length: int) -> int | None:
+        # Under the reference protocol HELMET evaluates every case its filter keeps, up to 100:
+        # the count after the filter, so a default run takes them all instead of asking past the end.
+        return len(self._kept()) if self.protocol == "reference" else len(self._data()[0])
+
     def _pick(self, index: int, seed: int) -> dict:
         val = self._data()[0]
-        keep = list(range(len(val)))
         if self.protocol == "reference":
-            # load_multi_lexsum: documents of at least 65,536 Llama-2 tokens; shuffled (seed) only
-            # when more than max_test_samples remain, else in file order
-            keep = [
-                i for i in keep if reference.llama2_length("\n\n".join(val[i]["sources"])) >= MULTI_LEXSUM_MIN_TOKENS
-            ]
+            # shuffled (seed) only when more than max_test_samples remain, else in file order
+            keep = self._kept()
             order = [keep[i] for i in hf_shuffle(len(keep), seed)] if len(keep) > reference.SAMPLES else keep
         else:
             order = hf_shuffle(len(val), seed)

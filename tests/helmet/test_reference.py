@@ -3,7 +3,7 @@ data.tar.gz layout), its lengths, sample counts, chat policy, filters and headli
 
 The prompt hashes and counts are benchmarks/helmet_parity.py's output (tests/helmet/parity_pins.json):
 HELMET's own data.py + model_utils.tokenize at 4526dfb on these files built the same prompts, and
-its metric code gave the same scores, with 0 mismatches. Re-make the pins with
+its metric code gave the same scores, with 0 mismatches (LongQA / Summ: test_long_parity.py). Re-make the pins with
     PYTHONPATH=<pytrec_eval> .venv/bin/python benchmarks/helmet_parity.py --helmet <checkout> \\
         --pins tests/helmet/parity_pins.json
 """
@@ -43,8 +43,11 @@ def parity_tokenizer(tmp_path_factory):
 
 def test_parity_pins_hold_without_the_checkout(released, parity_tokenizer):
     assert PINS["prompt_mismatches"] == 0 and PINS["metric_mismatches"] == 0
-    assert (PINS["prompts"], PINS["scores"]) == (102, 816)
+    assert (PINS["prompts"], PINS["scores"]) == (179, 1416)  # the released files and LongQA / Summ
+    assert (PINS["released"]["prompts"], PINS["released"]["scores"]) == (102, 816)
     for case, pin in PINS["cases"].items():
+        if pin["data"] != "released":  # LongQA / Summ: tests/helmet/test_long_parity.py
+            continue
         name, length = case.split("@")
         task = get_task(name)  # the default protocol is HELMET's
         assert task.protocol == "reference"
