@@ -4,6 +4,7 @@
     python benchmarks/gpu_check.py --record                         # ... and append the table to RESULTS.md
     python benchmarks/gpu_check.py --sections kernels,diagnose --small --budget 120
     python benchmarks/gpu_check.py --sections runner --model MODEL_DIR --samples SAMPLES_DIR
+    python benchmarks/gpu_check.py --sections sweep --sweep-pack runs/sweep-128k/pack.tar.xz --budget 540
 
 Sections:
 - kernels: bf16 logits of every attention kernel (dense, sdpa-doc; varlen and flex on CUDA) for every
@@ -21,6 +22,17 @@ Sections:
 - diagnose: benchmarks/diagnose_rope.py; on CUDA the 7B shape at L=4096 in bf16 (one sample), time of
   one diagnostic pass against a plain forward (target <= 5x), then with the error-source breakdown
   (measured); on CPU the small shape, bf16 and fp32.
+- sweep (only when named: it needs a sample pack and a whole call): RULER's tasks at 128K for a
+  random-weight Llama-3.1-8B-shaped model (benchmarks/sweep_model.py: built on the GPU in bf16, saved,
+  loaded by the hf runner as `harness eval --dtype bfloat16` loads a checkpoint), on real samples made
+  on CPU beforehand (benchmarks/sweep_pack.py, --sweep-pack; by default 2 per task with Llama 3's
+  tokenizer). Each task's samples go through the runner's generate_each in one call, as `harness eval`
+  hands them over, every sample decoding its task's full max_new_tokens (benchmarks/ruler_sweep.py).
+  Per task: prefill seconds and achieved TFLOP/s, decode tokens/s and rows, seconds per sample; then
+  the projection of 500 samples x the pack's tasks on 8 GPUs (benchmarks/sweep_projection.py, the
+  formula in its docstring) beside the reference's 26 hours, held to <= 3 hours for the 8B shape on
+  CUDA. Tasks the budget does not reach are estimated from the measured ones and marked so. --small
+  (or no CUDA) runs a 2-layer model of the same kind on a pack made at a short length.
 
 Each row is printed as soon as it is measured (`row: ...`, flushed), so a run cut off by a time limit
 keeps what it measured, and a section that raises adds a FAIL row and the others still run; the
@@ -47,7 +59,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-SECTIONS = ("kernels", "train", "runner", "diagnose")
+SECTIONS = ("kernels", "train", "runner", "diagnose", "sweep")
+# What runs without --sections: the sweep needs a pack and a whole device call of its own.
+DEFAULT_SECTIONS = ("kernels", "train", "runner", "diagnose")
 DEFAULT_BUDGET = 560.0
 HEADER = ("section", "check", "value", "status")
 # Modules the CUDA image lacks: nothing this script imports may need them.
@@ -76,6 +90,7 @@ class Rows:
         self.t0 = time.monotonic()
         self.budget = budget if budget and budget > 0 else None
         self.skipped: list[str] = []
+        self.notes: list[str] = []  # text a section prints after the table (and --record keeps)
 
     def add(self, section: str, check: str, value: str, status: str) -> None:
         row = (section, check, value, status)
@@ -84,6 +99,14 @@ class Rows:
 
     def spent(self) -> bool:
         return self.budget is not None and time.monotonic() - self.t0 >= self.budget
+
+    def left(self) -> float | None:
+        """Seconds of the budget left (None: no budget)."""
+        return None if self.budget is None else self.budget - (time.monotonic() - self.t0)
+
+    def note(self, text: str) -> None:
+        """Text printed after the table (and kept by --record)."""
+        self.notes.append(text)
 
     def over(self, section: str, what: str) -> bool:
         """True (and a 'skipped' row) when the budget is spent before measuring `what`."""
@@ -389,6 +412,119 @@ def section_diagnose(args, rows: Rows) -> None:
             )
 
 
+def section_sweep(args, rows: Rows) -> None:
+    from sweep_model import LLAMA_31_8B, build_checkpoint, small_shape
+    from sweep_pack import read_pack
+
+    from harness.models.runners.base import RunnerSettings
+    from harness.models.runners.hf import HFRunner
+
+    cuda = _cuda()
+    pack_path = Path(args.sweep_pack)
+    if not pack_path.is_file():
+        rows.add(
+            "sweep", f"RULER tasks, pack {pack_path}", "", "skipped: no pack (python benchmarks/sweep_pack.py makes it)"
+        )
+        return
+    full = cuda and not args.small
+    if not cuda:
+        rows.add("sweep", "Llama-3.1-8B shape", "", "skipped: needs CUDA (CPU runs the small shape)")
+    with tempfile.TemporaryDirectory(prefix="sweep-") as tmp:
+        pack = read_pack(pack_path, Path(tmp) / "pack", per_task=args.sweep_samples)
+        length = pack.length
+        shape = LLAMA_31_8B if full else small_shape(length)
+        if length > shape.positions:
+            rows.add("sweep", f"pack length {length}", f"beyond {shape.name}'s {shape.positions} positions", "FAIL")
+            return
+        if rows.over("sweep", f"build {shape.name}"):
+            return
+        device = "cuda" if cuda else "cpu"
+        path, built = build_checkpoint(Path(tmp) / "model", shape, pack.tokenizer_dir, device)
+        t = time.perf_counter()
+        # the hf runner on the saved folder, as `harness eval --ckpts DIR --dtype bfloat16` makes it (the
+        # class itself: the registry's get_runner imports every backend, the openai one needs pydantic)
+        runner = HFRunner(str(path), RunnerSettings(backend="hf", dtype="bfloat16"))
+        load_s = time.perf_counter() - t
+        rows.add(
+            "sweep",
+            f"{shape.name} random bf16 weights: init on {device} / save / load by the hf runner",
+            f"{built['init_s']:.1f} / {built['save_s']:.1f} ({built['bytes'] / 1e9:.3g} GB) / {load_s:.1f} s, "
+            f"{built['params'] / 1e9:.3g}B parameters",
+            "measured",
+        )
+        try:
+            _sweep_rows(rows, runner, pack, shape, target=full)
+        finally:
+            runner.close()
+
+
+def _sweep_rows(rows: Rows, runner, pack, shape, target: bool) -> None:
+    """The sweep's rows once the runner is loaded: FLOPs and peak, each task, the projection."""
+    import torch
+    from ruler_sweep import TaskTiming, estimate_seconds, fits, measure_order, measure_task, task_table
+    from sweep_projection import project
+    from utilisation import Shape, matmul_peak
+
+    cuda = str(runner.device).startswith("cuda")
+    length = pack.length
+    flops = Shape(runner.model)
+    linear = 2 * flops.body * length
+    attention = flops.tokens(0, length) - linear
+    rows.add(
+        "sweep",
+        f"one {length:,}-token prefill, {shape.name}",
+        f"{linear / 1e15:.3g} linear + {attention / 1e15:.3g} attention = {(linear + attention) / 1e15:.3g} PFLOP; "
+        f"KV cache {shape.kv_bytes(length) / 1e9:.3g} GB",
+        "measured",
+    )
+    peak = matmul_peak(torch.bfloat16, n=8192 if cuda else 1024, seconds=1.0, device=runner.device)
+    rows.add("sweep", "bf16 matmul peak, this device", _flops(peak), "measured")
+    timings: dict[str, TaskTiming] = {}
+    skipped: list[str] = []
+    for name in measure_order(pack.samples):
+        samples = pack.samples[name]
+        what = f"{name} L={length}, {len(samples)} samples"
+        if not samples:
+            rows.add("sweep", what, "the pack holds none", "FAIL")
+            continue
+        if rows.spent() or not fits(timings.values(), len(samples), rows.left()):
+            rows.add("sweep", what, "", f"skipped: --budget {rows.budget or 0:.0f}s would run out (estimated below)")
+            skipped.append(name)
+            continue
+        t = measure_task(runner, name, samples, flops)
+        timings[name] = t
+        ok = "measured" if t.tokens_match else "FAIL: the runner's prompt tokens differ from the pack's"
+        rows.add("sweep", what, t.summary(), ok)
+    if not timings:
+        return
+    estimates = {}
+    for name in skipped:
+        new = int(pack.manifest["tasks"][name]["max_new_tokens"])
+        estimates[name] = estimate_seconds(timings.values(), new)
+        rows.add(
+            "sweep",
+            f"{name} L={length}, estimate",
+            f"{estimates[name]:.2f} s/sample (measured tasks' prefill and overhead + {new} x their decode s/token)",
+            "estimated",
+        )
+    order = [n for n in pack.manifest["tasks"] if n in timings or n in estimates]
+    seconds = {n: timings[n].seconds_per_sample if n in timings else estimates[n] for n in order}
+    p = project(seconds, estimated=tuple(estimates))
+    held = target and length == 131072 and len(order) == 13
+    rows.add(
+        "sweep",
+        f"projection: {p.samples} samples x {len(order)} tasks on {p.gpus} GPUs, L={length}",
+        f"{p.arithmetic()} vs reference {p.reference_hours:g} h (x{p.speedup:.1f}); "
+        f"{len(timings)} of {len(order)} tasks measured",
+        (f"ok <={p.target_hours:g}h" if p.meets_target else f"FAIL >{p.target_hours:g}h") if held else "measured",
+    )
+    rows.note(
+        f"\nsweep per task ({shape.name}, {runner.device}, L={length}); projection = sum of s/sample x "
+        f"{p.samples} / {p.gpus} GPUs / 3600 (data parallel, no cross-GPU cost): {p.arithmetic()}\n\n"
+        + task_table(timings, estimates, p, length)
+    )
+
+
 def device_name() -> str:
     import platform
 
@@ -429,7 +565,11 @@ def record(text: str, cmd: str) -> Path:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="GPU validation checks (see the module docstring)")
-    ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma list of {','.join(SECTIONS)}")
+    ap.add_argument(
+        "--sections",
+        default=",".join(DEFAULT_SECTIONS),
+        help=f"comma list of {','.join(SECTIONS)} (default: all but sweep)",
+    )
     ap.add_argument("--small", action="store_true", help="smallest sizes (CPU smoke run)")
     ap.add_argument("--model", help="model directory for the runner section (with --samples)")
     ap.add_argument("--samples", help="directory of pre-generated samples (harness generate --out)")
@@ -441,6 +581,12 @@ def main(argv=None) -> int:
         default=DEFAULT_BUDGET,
         help=f"seconds; rows left when spent are skipped (default {DEFAULT_BUDGET:.0f}, 0 = no limit)",
     )
+    ap.add_argument(
+        "--sweep-pack",
+        default=str(ROOT / "runs" / "sweep-128k" / "pack.tar.xz"),
+        help="the sweep's samples (benchmarks/sweep_pack.py; default runs/sweep-128k/pack.tar.xz)",
+    )
+    ap.add_argument("--sweep-samples", type=int, help="samples per task for the sweep (default: all in the pack)")
     ap.add_argument("--record", action="store_true", help="append the table to benchmarks/RESULTS.md")
     args = ap.parse_args(argv)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
@@ -450,7 +596,13 @@ def main(argv=None) -> int:
 
         raise UserError(f"unknown section(s) {', '.join(bad)}: choose from {', '.join(SECTIONS)}")
     rows = Rows(args.budget)
-    fns = {"kernels": section_kernels, "train": section_train, "runner": section_runner, "diagnose": section_diagnose}
+    fns = {
+        "kernels": section_kernels,
+        "train": section_train,
+        "runner": section_runner,
+        "diagnose": section_diagnose,
+        "sweep": section_sweep,
+    }
     for s in sections:
         print(f"== {s}", flush=True)
         try:
@@ -465,6 +617,9 @@ def main(argv=None) -> int:
             print(f"section {r[0]}: {r[1]} {r[3]}")
     text = table(rows.rows)
     print(text, flush=True)
+    for note in rows.notes:  # a section's own tables, after the summary
+        print(note, flush=True)
+    text = "\n".join([text, *rows.notes])
     if args.record:
         cmd = "python benchmarks/gpu_check.py " + " ".join(argv if argv is not None else sys.argv[1:])
         print(f"recorded in {record(text, cmd)}")
