@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def _windows(model: str, window: int, count: int, long_share: float):
-    from harness.demo import CORPUS_SEED, DemoConfig, corpus_settings, line_tokens
+    from harness.demo.config import DemoConfig
+    from harness.demo.data import CORPUS_SEED, corpus_settings, line_tokens
     from harness.models.sources import model_tokenizer
     from training.data import TokenizedDoc, anchor_id
     from training.demo_corpus import documents
@@ -53,7 +54,7 @@ def main(argv=None) -> int:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from harness.demo import DEFAULT_MODEL
+    from harness.demo.config import DEFAULT_MODEL
     from training.attention import forward_kwargs, gather_logits, prepare_model
     from training.loop import loss_sum, shifted_targets
     from training.modes import build_batch

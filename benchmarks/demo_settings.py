@@ -70,7 +70,9 @@ def _run(name: str, out: Path, threads: int) -> dict:
 def _outcome(folder: Path, argv: list[str]) -> dict:
     from harness.cli import build_parser
     from harness.core.lengths import format_length, parse_lengths
-    from harness.demo import _delta_cells, config_from_args, corpus_stats
+    from harness.demo.config import config_from_args
+    from harness.demo.data import corpus_stats
+    from harness.demo.summary import _delta_cells
     from leaderboards.diagnostic import deviation, first_token_share
 
     args = build_parser().parse_args(argv[3:])

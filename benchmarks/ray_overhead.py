@@ -58,8 +58,8 @@ def main() -> None:
         filter(None, [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH")])
     )
     from harness.pipeline import embedded_eval
+    from harness.pipeline.engine import JobEngine
     from harness.pipeline.evaluate import EvalConfig, plan_eval, run_job, work_units
-    from harness.pipeline.jobs import JobEngine
     from harness.pipeline.parallel import run_units
 
     steps = tuple(10 * (i + 1) for i in range(args.checkpoints))

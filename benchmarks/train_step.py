@@ -10,7 +10,7 @@ many short documents, a few long ones), random token ids, packed by training.pac
 training ([anchor] + L-1 tokens, remainders carried over). Both modes run the same windows through
 the same kernel (only the mask differs): sdpa-doc on CPU, varlen (anchor-copy layout) on CUDA,
 whose "full" mode is one causal sequence per window. A step is forward + loss + backward + AdamW,
-as in training/loop.py. The table gives the median step time per mode, the anchor/full ratio
+as in training/step.py. The table gives the median step time per mode, the anchor/full ratio
 (target: <= 0.5 at 16K on CPU and at 64K on CUDA) and the fraction of causal attention pairs the
 anchor mask keeps (counted from the segments, checked against the dense mask at 4K).
 

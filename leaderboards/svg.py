@@ -97,7 +97,6 @@ def _chart(
 ) -> Markup:
     """The shared frame: title, grid, axes, threshold line, `underlay` (bands and shaded spans,
     drawn under the lines so points stay visible), the series and their legend."""
-    y_label_fn = y_label_fn or _fmt_tick
     out = [
         (
             f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" role="img" '
@@ -105,22 +104,8 @@ def _chart(
         )
     ]
     out.append(f'<text class="chart-title" x="{x.p0:.1f}" y="16">{escape(title)}</text>')
-    for v in y_ticks:
-        py = y(v)
-        out.append(f'<line class="grid" x1="{x.p0:.1f}" x2="{x.p1:.1f}" y1="{py:.1f}" y2="{py:.1f}"/>')
-        out.append(
-            f'<text class="tick" x="{x.p0 - 6:.1f}" y="{py + 4:.1f}" text-anchor="end">{escape(y_label_fn(v))}</text>'
-        )
-    for v in x_ticks:
-        px = x(v)
-        out.append(f'<line class="axis" x1="{px:.1f}" x2="{px:.1f}" y1="{y.p0:.1f}" y2="{y.p0 + 4:.1f}"/>')
-        out.append(
-            f'<text class="tick" x="{px:.1f}" y="{y.p0 + 17:.1f}" text-anchor="middle">{escape(x_label_fn(v))}</text>'
-        )
-    out.append(f'<line class="axis" x1="{x.p0:.1f}" x2="{x.p1:.1f}" y1="{y.p0:.1f}" y2="{y.p0:.1f}"/>')
-    out.append(
-        f'<text class="axis-title" x="{(x.p0 + x.p1) / 2:.1f}" y="{height - 4}" text-anchor="middle">{escape(x_title)}</text>'
-    )
+    out += _grid(x, y, y_ticks, y_label_fn or _fmt_tick)
+    out += _x_axis(x, y, x_ticks, x_label_fn, height, x_title)
     out.append(
         f'<text class="axis-title" transform="translate(12 {(y.p0 + y.p1) / 2:.1f}) rotate(-90)" text-anchor="middle">{escape(y_title)}</text>'
     )
@@ -131,6 +116,43 @@ def _chart(
             f'<text class="tick threshold-label" x="{x.p1:.1f}" y="{py - 4:.1f}" text-anchor="end">threshold {escape(_fmt_tick(threshold))}</text>'
         )
     out += underlay or []
+    out += _lines(series, x, y)
+    out += _legend(series, x)
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def _grid(x: Axis, y: Axis, y_ticks, y_label_fn) -> list[str]:
+    """A horizontal grid line and a label per y tick."""
+    out = []
+    for v in y_ticks:
+        py = y(v)
+        out.append(f'<line class="grid" x1="{x.p0:.1f}" x2="{x.p1:.1f}" y1="{py:.1f}" y2="{py:.1f}"/>')
+        out.append(
+            f'<text class="tick" x="{x.p0 - 6:.1f}" y="{py + 4:.1f}" text-anchor="end">{escape(y_label_fn(v))}</text>'
+        )
+    return out
+
+
+def _x_axis(x: Axis, y: Axis, x_ticks, x_label_fn, height, x_title) -> list[str]:
+    """The x axis: a tick mark and label per tick, the axis line, its title."""
+    out = []
+    for v in x_ticks:
+        px = x(v)
+        out.append(f'<line class="axis" x1="{px:.1f}" x2="{px:.1f}" y1="{y.p0:.1f}" y2="{y.p0 + 4:.1f}"/>')
+        out.append(
+            f'<text class="tick" x="{px:.1f}" y="{y.p0 + 17:.1f}" text-anchor="middle">{escape(x_label_fn(v))}</text>'
+        )
+    out.append(f'<line class="axis" x1="{x.p0:.1f}" x2="{x.p1:.1f}" y1="{y.p0:.1f}" y2="{y.p0:.1f}"/>')
+    out.append(
+        f'<text class="axis-title" x="{(x.p0 + x.p1) / 2:.1f}" y="{height - 4}" text-anchor="middle">{escape(x_title)}</text>'
+    )
+    return out
+
+
+def _lines(series, x: Axis, y: Axis) -> list[str]:
+    """Each series as a path through its points, every point a circle with its tooltip."""
+    out = []
     for i, s in enumerate(series):
         color = s.get("color") or PALETTE[i % len(PALETTE)]
         pts = [(x(px), y(py), tip) for px, py, tip in s["points"]]
@@ -145,7 +167,12 @@ def _chart(
                 f'<circle cx="{px:.2f}" cy="{py:.2f}" r="3.2" fill="{color}"><title>{escape(tip)}</title></circle>'
             )
         out.append("</g>")
-    # Legend under the title, wrapping by measured-ish width (7 px per character).
+    return out
+
+
+def _legend(series, x: Axis) -> list[str]:
+    """Legend under the title, wrapping by measured-ish width (7 px per character)."""
+    out = []
     lx, ly = x.p0, 30
     for i, s in enumerate(series):
         color = s.get("color") or PALETTE[i % len(PALETTE)]
@@ -157,8 +184,7 @@ def _chart(
             f'<text x="{lx + 20:.1f}" y="{ly}">{escape(s["label"])}</text></g>'
         )
         lx += w
-    out.append("</svg>")
-    return Markup("".join(out))
+    return out
 
 
 def _top(series_count: int, labels: list[str], width: int, left: int, right: int) -> int:
@@ -411,30 +437,38 @@ def depth_heatmap(hm: dict, cell_w: int = HEAT_CELL_W, cell_h: int = HEAT_CELL_H
         out.append(f'<text class="tick" x="{left - 6}" y="{y:.1f}" text-anchor="end">{lo}–{hi}%</text>')
     for j, L in enumerate(lengths):
         for i, cell in enumerate(hm["cells"][str(L)]):
-            x, y = left + j * cell_w, top + i * cell_h
-            lo, hi = bins[i]
-            where = f"{format_length(L)}, depth {lo}–{hi}%"
-            if cell is None:
-                out.append(
-                    f'<rect class="empty" x="{x}" y="{y}" width="{cell_w - 1}" height="{cell_h - 1}" fill="#f3f4f6">'
-                    f"<title>{escape(who)} · {escape(where)}: no needle at this depth</title></rect>"
-                )
-                continue
-            v = cell["mean"]
-            rgb = heat_color(v, delta, scale)
-            text = (f"{v:+.0f}".replace("-", "−") if round(v) != 0 else "0") if delta else f"{v:.0f}"
-            tip = f"{who} · {where}: {'Δ ' if delta else ''}{v:+.1f}" if delta else f"{who} · {where}: {v:.1f}"
-            tip += f" ({cell['n']} needle{'s' if cell['n'] != 1 else ''} per checkpoint, mean over checkpoints)"
-            out.append(
-                f'<g class="cell" data-length="{L}" data-bin="{lo}" data-value="{v:.4f}">'
-                f'<rect x="{x}" y="{y}" width="{cell_w - 1}" height="{cell_h - 1}" fill="rgb{rgb}" stroke="#d8dde5">'
-                f"<title>{escape(tip)}</title></rect>"
-                f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 5:.1f}" text-anchor="middle" fill="{_ink(rgb)}">'
-                f"{escape(text)}<title>{escape(tip)}</title></text></g>"
-            )
+            box = (left + j * cell_w, top + i * cell_h, cell_w, cell_h)
+            out.append(_heat_cell(cell, box, who, L, bins[i], delta, scale))
     out.append(
         f'<text class="axis-title" x="{left + cell_w * len(lengths) / 2:.1f}" y="{height - 3}" '
         f'text-anchor="middle">context length</text>'
     )
     out.append("</svg>")
     return Markup("".join(out))
+
+
+def _heat_cell(
+    cell: dict | None, box: tuple[int, int, int, int], who: str, length: int, depth: tuple, delta: bool, scale: float
+) -> str:
+    """One heatmap cell at box (x, y, width, height): its fill, printed value and tooltip, or a grey
+    cell where no needle sat at this depth."""
+    x, y, cell_w, cell_h = box
+    lo, hi = depth
+    where = f"{format_length(length)}, depth {lo}–{hi}%"
+    if cell is None:
+        return (
+            f'<rect class="empty" x="{x}" y="{y}" width="{cell_w - 1}" height="{cell_h - 1}" fill="#f3f4f6">'
+            f"<title>{escape(who)} · {escape(where)}: no needle at this depth</title></rect>"
+        )
+    v = cell["mean"]
+    rgb = heat_color(v, delta, scale)
+    text = (f"{v:+.0f}".replace("-", "−") if round(v) != 0 else "0") if delta else f"{v:.0f}"
+    tip = f"{who} · {where}: {'Δ ' if delta else ''}{v:+.1f}" if delta else f"{who} · {where}: {v:.1f}"
+    tip += f" ({cell['n']} needle{'s' if cell['n'] != 1 else ''} per checkpoint, mean over checkpoints)"
+    return (
+        f'<g class="cell" data-length="{length}" data-bin="{lo}" data-value="{v:.4f}">'
+        f'<rect x="{x}" y="{y}" width="{cell_w - 1}" height="{cell_h - 1}" fill="rgb{rgb}" stroke="#d8dde5">'
+        f"<title>{escape(tip)}</title></rect>"
+        f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 5:.1f}" text-anchor="middle" fill="{_ink(rgb)}">'
+        f"{escape(text)}<title>{escape(tip)}</title></text></g>"
+    )

@@ -164,7 +164,7 @@ class Task:
     def follow_up(self, sample: Sample, first: str) -> Sample | None:
         """A second generation that reads the first one's output, or None (the default: one step).
         LongBench v2's chain of thought: the reasoning goes into an answer prompt; the answer is
-        scored, the reasoning is kept in the record's metadata (harness.pipeline.jobs)."""
+        scored, the reasoning is kept in the record's metadata (harness.pipeline.engine)."""
         return None
 
     def evaluate_with_runner(

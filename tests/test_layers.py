@@ -31,7 +31,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("training", ("training",)),
     ("pipeline", ("harness.pipeline", "harness.imports")),
     ("reports", ("leaderboards", "harness.diagnose")),
-    ("app", ("harness.cli", "harness.__main__", "harness.commands", "harness.demo")),
+    (
+        "app",
+        (
+            "harness.cli",
+            "harness.__main__",
+            "harness.commands",
+            "harness.demo",
+        ),
+    ),
 ]
 NAMES = [name for name, _ in LAYERS]
 ALLOWED: dict[str, set[str]] = {

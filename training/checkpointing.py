@@ -23,7 +23,7 @@ are kept: an unreadable newest state (e.g. a truncated copy) falls back to the p
 A run folder may come from someone else, so its state is read with torch.load(weights_only=True):
 tensors, numbers, strings, tuples, lists and dicts only, no unpickled Python objects (whose loading
 could run any code). The RNG streams are stored in those types (numpy's as a tensor, see
-rng_state). A state.pt that needs more (a planted payload, or numpy arrays as versions before
+training.rng_streams). A state.pt that needs more (a planted payload, or numpy arrays as versions before
 state format 2 wrote) is refused with one line before anything of it runs, never skipped over to
 an older state.
 
@@ -37,7 +37,6 @@ import errno
 import json
 import os
 import pickle
-import random
 import re
 import shutil
 import sys
@@ -49,6 +48,7 @@ from pathlib import Path
 from harness.core.errors import UserError
 from harness.core.pickled import refusal, refused_objects
 from harness.models.checkpoints import COMPLETE_FILE, IN_PROGRESS_FILE
+from training.rng_streams import rng_state, set_rng_state
 
 SCHEMA_VERSION = 1
 META_NAME = "harness_training.json"
@@ -455,43 +455,6 @@ def load_latest_state(run_dir: str | Path, *, report: Callable[[str], None] | No
     )
 
 
-# ---------------------------------------------------------------- RNG streams
-
-
-def rng_state() -> dict:
-    """Every RNG stream of this process, in types torch.load(weights_only=True) reads back exactly:
-    Python's state is a tuple of ints (and None or a float), numpy's legacy MT19937 state is split
-    into its fields with the 624 uint32 keys as an int64 tensor."""
-    import numpy as np
-    import torch
-
-    kind, keys, pos, has_gauss, cached_gaussian = np.random.get_state(legacy=True)
-    numpy_state = {
-        "kind": str(kind),
-        "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
-        "pos": int(pos),
-        "has_gauss": int(has_gauss),
-        "cached_gaussian": float(cached_gaussian),
-    }
-    state = {"python": random.getstate(), "numpy": numpy_state, "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict) -> None:
-    import numpy as np
-    import torch
-
-    random.setstate(state["python"])
-    n = state["numpy"]
-    keys = n["keys"].numpy().astype(np.uint32)
-    np.random.set_state((n["kind"], keys, n["pos"], n["has_gauss"], n["cached_gaussian"]))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
 # ---------------------------------------------------------------- the run's checkpoint manager
 
 
@@ -500,7 +463,7 @@ class CheckpointManager:
     schedule), writing them, pruning checkpoints outside the schedule, and the resumable state
     (when to save it, saving it, resuming from it).
 
-    `ctx` is the process context (training.distributed.DistContext or training.loop.SingleProcess):
+    `ctx` is the process context (training.distributed.DistContext or SingleProcess):
     collectives run on every rank, files are written by rank 0 only.
     """
 

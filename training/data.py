@@ -23,8 +23,9 @@ import gzip
 import json
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.core.errors import UserError
 
@@ -201,73 +202,97 @@ def load_documents(
     eos = tokenizer.eos_token_id
     if eos is None:
         raise UserError("the tokenizer has no EOS token: documents must end with EOS")
-    tag_cache: dict[str, list[int]] = {}
-    count = 0
-
-    def tag(domain) -> list[int]:
-        key = str(domain)
-        if key not in tag_cache:
-            tag_cache[key] = tokenizer(key, add_special_tokens=False)["input_ids"]
-        return tag_cache[key]
-
-    def from_records(records: Iterator[dict], where: str, default_source: str) -> Iterator[TokenizedDoc]:
-        nonlocal count
-        pending: list[tuple[str, str | None, str]] = []
-
-        def flush():
-            texts = [p[0] for p in pending]
-            for (text, domain, src), ids in zip(pending, tokenizer(texts, add_special_tokens=False)["input_ids"]):
-                yield TokenizedDoc(ids + [eos], tag(domain) if domain_field else None, src)
-            pending.clear()
-
-        for n, rec in enumerate(records, start=1):
-            if limit is not None and count >= limit:
-                break
-            text = rec.get(text_field)
-            if not isinstance(text, str):
-                raise UserError(
-                    f"{where}: record {n} has no text field {text_field!r}; pass --text-field with the right name"
-                )
-            domain = None
-            if domain_field:
-                domain = rec.get(domain_field)
-                if domain is None or domain == "":
-                    raise UserError(
-                        f"{where}: record {n} has no domain field {domain_field!r}; pass --domain-tags with a field every record has"
-                    )
-            if not text.strip():
-                continue
-            src = rec.get(source_field) if source_field else None
-            pending.append(
-                (text, domain, str(src if src is not None else domain if domain is not None else default_source))
-            )
-            count += 1
-            if len(pending) >= _BATCH:
-                yield from flush()
-        if pending:
-            yield from flush()
-
+    reader = _DocumentReader(tokenizer, eos, text_field, domain_field, source_field, limit)
     if files is None:
-        yield from from_records(_records_hub(source), source, source.partition("@")[0])
+        yield from reader.from_records(_records_hub(source), source, source.partition("@")[0])
         return
     for path in files:
-        if limit is not None and count >= limit:
+        if reader.full():
             return
         suffix = _suffix(path)
         stem = path.name[: -len(suffix)]
         if suffix in TOKEN_SUFFIXES:
             if domain_field:
                 raise UserError(f"{path} is pre-tokenized and has no domain field: drop --domain-tags or use text data")
-            for ids in _token_docs(path, tokenizer):
-                if limit is not None and count >= limit:
-                    return
-                count += 1
-                yield TokenizedDoc(ids, None, stem)
+            yield from reader.from_shard(path, stem)
         elif suffix == ".parquet":
             fields = list(dict.fromkeys(f for f in (text_field, domain_field, source_field) if f))
-            yield from from_records(_records_parquet(path, fields), str(path), stem)
+            yield from reader.from_records(_records_parquet(path, fields), str(path), stem)
         else:
-            yield from from_records(_records_jsonl(path), str(path), stem)
+            yield from reader.from_records(_records_jsonl(path), str(path), stem)
+
+
+@dataclass
+class _DocumentReader:
+    """Turns records (or token shards) into TokenizedDocs for one load_documents call, counting them
+    against `limit` over all its files; texts are tokenized _BATCH at a time."""
+
+    tokenizer: Any
+    eos: int
+    text_field: str
+    domain_field: str | None
+    source_field: str | None
+    limit: int | None
+    count: int = 0
+    tags: dict[str, list[int]] = field(default_factory=dict)
+
+    def full(self) -> bool:
+        return self.limit is not None and self.count >= self.limit
+
+    def tag(self, domain) -> list[int]:
+        """The domain tag's tokens, tokenized once per domain."""
+        key = str(domain)
+        if key not in self.tags:
+            self.tags[key] = self.tokenizer(key, add_special_tokens=False)["input_ids"]
+        return self.tags[key]
+
+    def from_shard(self, path: Path, stem: str) -> Iterator[TokenizedDoc]:
+        for ids in _token_docs(path, self.tokenizer):
+            if self.full():
+                return
+            self.count += 1
+            yield TokenizedDoc(ids, None, stem)
+
+    def from_records(self, records: Iterator[dict], where: str, default_source: str) -> Iterator[TokenizedDoc]:
+        pending: list[tuple[str, str | None, str]] = []
+        for n, rec in enumerate(records, start=1):
+            if self.full():
+                break
+            text, domain = self._fields(rec, n, where)
+            if not text.strip():
+                continue
+            src = rec.get(self.source_field) if self.source_field else None
+            pending.append(
+                (text, domain, str(src if src is not None else domain if domain is not None else default_source))
+            )
+            self.count += 1
+            if len(pending) >= _BATCH:
+                yield from self._tokenized(pending)
+        if pending:
+            yield from self._tokenized(pending)
+
+    def _fields(self, rec: dict, n: int, where: str) -> tuple[str, Any]:
+        """The record's text and domain (None without --domain-tags), or one line naming what is missing."""
+        text = rec.get(self.text_field)
+        if not isinstance(text, str):
+            raise UserError(
+                f"{where}: record {n} has no text field {self.text_field!r}; pass --text-field with the right name"
+            )
+        domain = None
+        if self.domain_field:
+            domain = rec.get(self.domain_field)
+            if domain is None or domain == "":
+                raise UserError(
+                    f"{where}: record {n} has no domain field {self.domain_field!r}; pass --domain-tags with a field every record has"
+                )
+        return text, domain
+
+    def _tokenized(self, pending: list[tuple[str, str | None, str]]) -> Iterator[TokenizedDoc]:
+        """The pending texts tokenized in one call, EOS appended; empties `pending`."""
+        texts = [p[0] for p in pending]
+        for (_text, domain, src), ids in zip(pending, self.tokenizer(texts, add_special_tokens=False)["input_ids"]):
+            yield TokenizedDoc(ids + [self.eos], self.tag(domain) if self.domain_field else None, src)
+        pending.clear()
 
 
 def _main() -> None:

@@ -8,6 +8,8 @@ sampling without replacement (Efraimidis-Spirakis keys u^(1/w)), repeated in fur
 source's budget exceeds its pool (then documents repeat: true up-sampling). A source stops at the
 first document that reaches its budget, so it overshoots by less than one document.
 
+`parse_mixture` reads the `--mixture` option of `harness train` into a MixtureConfig.
+
 The report is the paper's Appendix C table: per source, Mixture Ratio (documents of the source /
 all documents) and Token Ratio (tokens of the source / all tokens), for the original pool and for
 the mixture.
@@ -22,6 +24,7 @@ import math
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from harness.core.errors import UserError
 
@@ -91,6 +94,51 @@ def parse_shares(text: str) -> dict[str, float]:
     if not shares or not math.isclose(sum(shares.values()), 1.0, abs_tol=1e-6):
         raise UserError(f"mixture shares sum to {sum(shares.values()):.4f}, not 1: fix the fractions")
     return shares
+
+
+def parse_mixture(spec: str, seed: int):
+    """--mixture "tokens=N[,source=FIELD][,long_threshold=4096][,long_weight=5][,SOURCE=SHARE,...]".
+
+    Returns (MixtureConfig, source field or None). A document's source is its FIELD value, else its
+    --domain-tags value, else its data file's stem (training.data); without SOURCE=SHARE items each
+    source keeps its share of tokens in the original data.
+    """
+    from harness.core.validate import ascii_float
+
+    opts: dict[str, Any] = {
+        "tokens": None,
+        "long_threshold": DEFAULT_LONG_THRESHOLD,
+        "long_weight": DEFAULT_LONG_WEIGHT,
+    }
+    shares, source_field = [], None
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        key, _, value = part.partition("=")
+        if key.strip() == "source":
+            source_field = value.strip() or None
+        elif key.strip() in opts:
+            try:
+                number = ascii_float(value)
+                if not math.isfinite(number):
+                    raise ValueError(value)
+                opts[key.strip()] = number if key.strip() == "long_weight" else int(number)
+            except ValueError:
+                raise UserError(f"bad --mixture item {part!r}: {key.strip()} takes a finite number") from None
+        else:
+            shares.append(part)
+    if not opts["tokens"] or opts["tokens"] < 1:
+        raise UserError(
+            f"--mixture {spec!r} needs tokens=N (the mixture's total tokens), e.g. tokens=2000000,C4=0.2,CommonCrawl=0.8"
+        )
+    if opts["long_threshold"] < 1:
+        raise UserError(f"bad --mixture long_threshold={opts['long_threshold']}: give a positive number of tokens")
+    config = MixtureConfig(
+        total_tokens=opts["tokens"],
+        shares=parse_shares(",".join(shares)) if shares else None,
+        long_threshold=opts["long_threshold"],
+        long_weight=opts["long_weight"],
+        seed=seed,
+    )
+    return config, source_field
 
 
 def budgets(lengths: dict[str, list[int]], config: MixtureConfig) -> dict[str, int]:

@@ -100,57 +100,91 @@ def pack(
         raise UserError(f"--interleave-chunks {interleave_chunks} must be a positive number of chunks")
     if lookahead < 0:
         raise UserError(f"packing lookahead {lookahead} must be 0 or more documents")
-    pad_id = anchor_id if pad_id is None else pad_id
-    rng = random.Random(seed)
-    cap = window - 1
-    pieces: list[_Piece] = []
-    used = 0
-    stream = iter(docs)
-    ahead: deque = deque()  # documents read early by the lookahead, in stream order
-
-    def size(d) -> int:
-        return len(d.tag_ids or []) + len(d.ids)
-
-    while (doc := ahead.popleft() if ahead else next(stream, None)) is not None:
+    packer = _Packer(window, anchor_id, anchor_id if pad_id is None else pad_id, interleave_chunks, seed, lookahead)
+    for doc in packer.documents(docs):
         tag = list(doc.tag_ids or [])
-        if len(tag) >= cap:
+        if len(tag) >= packer.cap:
             raise UserError(
                 f"domain tag of {len(tag)} tokens does not fit a window of {window}: use a shorter tag field or a larger --window"
             )
+        yield from packer.place(doc, tag)
+    if packer.pieces and not drop_last:
+        yield packer.pad_out()
+
+
+def _size(doc) -> int:
+    return len(doc.tag_ids or []) + len(doc.ids)
+
+
+class _Packer:
+    """The window being filled (its pieces and the tokens they use) and the documents read ahead."""
+
+    def __init__(
+        self, window: int, anchor_id: int, pad_id: int, interleave_chunks: int | None, seed: int, lookahead: int
+    ):
+        self.anchor_id, self.pad_id = anchor_id, pad_id
+        self.interleave_chunks, self.lookahead = interleave_chunks, lookahead
+        self.rng = random.Random(seed)
+        self.cap = window - 1
+        self.pieces: list[_Piece] = []
+        self.used = 0
+        self.ahead: deque = deque()  # documents read early by the lookahead, in stream order
+        self.stream: Iterator = iter(())
+
+    def documents(self, docs: Iterable) -> Iterator:
+        """The documents in stream order, except those the lookahead moved up."""
+        self.stream = iter(docs)
+        while (doc := self.ahead.popleft() if self.ahead else next(self.stream, None)) is not None:
+            yield doc
+
+    def place(self, doc, tag: list[int]) -> Iterator[PackedWindow]:
+        """Put `doc` into windows, yielding each window it fills."""
         ids = doc.ids
         pos = 0
         while pos < len(ids):
-            room = cap - used
+            room = self.cap - self.used
             if room <= len(tag):
                 # A tag followed by no text teaches nothing: pad the few slots, go to a new window.
-                pieces.append(_Piece([], [pad_id] * room, "<pad>", pad=True))
-                yield _build(pieces, anchor_id, interleave_chunks, rng)
-                pieces, used = [], 0
+                yield self.pad_out()
                 continue
-            if lookahead and len(tag) + len(ids) - pos > room:
-                while len(ahead) < lookahead and (nxt := next(stream, None)) is not None:
-                    ahead.append(nxt)
-                fits = [i for i, d in enumerate(ahead) if size(d) <= room]
-                if fits:
-                    best = max(fits, key=lambda i: (size(ahead[i]), -i))
-                    whole = ahead[best]
-                    del ahead[best]
-                    pieces.append(_Piece(list(whole.tag_ids or []), list(whole.ids), whole.source))
-                    used += size(whole)
-                    if used == cap:
-                        yield _build(pieces, anchor_id, interleave_chunks, rng)
-                        pieces, used = [], 0
+            if self.lookahead and len(tag) + len(ids) - pos > room:
+                whole = self._fitting_ahead(room)
+                if whole is not None:
+                    yield from self._add(_Piece(list(whole.tag_ids or []), list(whole.ids), whole.source), _size(whole))
                     continue
             take = min(room - len(tag), len(ids) - pos)
-            pieces.append(_Piece(tag, list(ids[pos : pos + take]), doc.source))
-            used += len(tag) + take
+            yield from self._add(_Piece(tag, list(ids[pos : pos + take]), doc.source), len(tag) + take)
             pos += take
-            if used == cap:
-                yield _build(pieces, anchor_id, interleave_chunks, rng)
-                pieces, used = [], 0
-    if pieces and not drop_last:
-        pieces.append(_Piece([], [pad_id] * (cap - used), "<pad>", pad=True))
-        yield _build(pieces, anchor_id, interleave_chunks, rng)
+
+    def _fitting_ahead(self, room: int):
+        """The largest of the next `lookahead` documents that fits `room` whole (the first of equals),
+        taken out of the read-ahead; None when none fits."""
+        while len(self.ahead) < self.lookahead and (nxt := next(self.stream, None)) is not None:
+            self.ahead.append(nxt)
+        fits = [i for i, d in enumerate(self.ahead) if _size(d) <= room]
+        if not fits:
+            return None
+        best = max(fits, key=lambda i: (_size(self.ahead[i]), -i))
+        whole = self.ahead[best]
+        del self.ahead[best]
+        return whole
+
+    def _add(self, piece: _Piece, tokens: int) -> Iterator[PackedWindow]:
+        """Append a piece; yields the window when that fills it."""
+        self.pieces.append(piece)
+        self.used += tokens
+        if self.used == self.cap:
+            yield self._finish()
+
+    def pad_out(self) -> PackedWindow:
+        """Pad the rest of the window and finish it."""
+        self.pieces.append(_Piece([], [self.pad_id] * (self.cap - self.used), "<pad>", pad=True))
+        return self._finish()
+
+    def _finish(self) -> PackedWindow:
+        window = _build(self.pieces, self.anchor_id, self.interleave_chunks, self.rng)
+        self.pieces, self.used = [], 0
+        return window
 
 
 def _chunks(n: int, k: int, rng: random.Random) -> list[tuple[int, int]]:

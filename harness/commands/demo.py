@@ -8,23 +8,36 @@ scripts/pretrain_demo_base.sh) twice from the same weights, in bf16, with full a
 AnchorAttention, on a generated corpus with long documents upsampled; evaluates the base model and
 the last checkpoints of both runs on RULER tasks that need no data; measures the bf16 RoPE deviation
 of the base and of each run's last checkpoint; renders the HTML leaderboard (anchor minus full) and
-says what the run can and cannot show. The flags scale it to a real run (harness/demo.py has the
-GPU-scale invocation); the orchestration is harness/demo.py, the measured settings docs/demo.md.
+says what the run can and cannot show. The flags scale it to a real run (harness/demo/__init__.py has the
+GPU-scale invocation); the orchestration is harness/demo/__init__.py, the measured settings docs/demo.md.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.demo.config import DemoConfig
 
 HELP = "train full and anchor runs from one base model, evaluate them and the base, render the leaderboard"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from harness.demo import DEFAULT_LENGTHS, DEFAULT_TASKS, DemoConfig
-    from harness.models.runners.registry import backend_help, backend_names
+    from harness.demo.config import DemoConfig
 
     d = DemoConfig()
-    g = p.add_argument_group("model and data")
+    _add_model_and_data(p.add_argument_group("model and data"), d)
+    g = p.add_argument_group("training (both runs)")
+    _add_schedule(g, d)
+    _add_optimizer(g, d)
+    _add_evaluation(p.add_argument_group("evaluation"), d)
+    _add_rope_diagnostic(
+        p.add_argument_group("RoPE diagnostic (paper Section 2) of the base and each run's last checkpoint"), d
+    )
+
+
+def _add_model_and_data(g, d: DemoConfig) -> None:
     g.add_argument(
         "--model",
         default=d.model,
@@ -54,7 +67,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help=f"everything goes here: data/, runs/, results/, leaderboard/ (default {d.out})",
     )
-    g = p.add_argument_group("training (both runs)")
+
+
+def _add_schedule(g, d: DemoConfig) -> None:
+    """The training flags on what is trained and for how long: modes, window, steps, checkpoints."""
     g.add_argument(
         "--modes",
         default=",".join(d.modes),
@@ -87,6 +103,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"checkpoints kept and averaged in the evaluation (default {d.keep_last})",
     )
     g.add_argument("--batch-size", type=int, default=d.batch_size, help=f"windows per step (default {d.batch_size})")
+
+
+def _add_optimizer(g, d: DemoConfig) -> None:
+    """The training flags on how each step trains: learning rate, RoPE base, precision, extra arguments."""
     g.add_argument(
         "--lr",
         type=float,
@@ -113,16 +133,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="ARG",
         help="extra `harness train` argument, repeatable (e.g. --train-arg=--grad-checkpointing)",
     )
-    g = p.add_argument_group("evaluation")
-    g.add_argument(
-        "--tasks",
-        default=",".join(DEFAULT_TASKS),
-        metavar="A,B",
-        help=f"tasks, or one suite name (default {','.join(DEFAULT_TASKS)})",
-    )
-    g.add_argument(
-        "--lengths", default=DEFAULT_LENGTHS, metavar="SPEC", help=f"evaluation lengths (default {DEFAULT_LENGTHS})"
-    )
+
+
+def _add_evaluation(g, d: DemoConfig) -> None:
+    from harness.commands._eval_options import MODEL_DTYPES
+    from harness.models.runners.registry import backend_help, backend_names
+
+    tasks, lengths = ",".join(d.tasks), d.lengths
+    g.add_argument("--tasks", default=tasks, metavar="A,B", help=f"tasks, or one suite name (default {tasks})")
+    g.add_argument("--lengths", default=lengths, metavar="SPEC", help=f"evaluation lengths (default {lengths})")
     g.add_argument(
         "--samples",
         type=int,
@@ -138,10 +157,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=backend_help(local_only=True),
     )
     g.add_argument(
-        "--eval-dtype",
-        choices=("auto", "bfloat16", "float16", "float32"),
-        default=d.eval_dtype,
-        help="evaluation dtype (default: the checkpoint's)",
+        "--eval-dtype", choices=MODEL_DTYPES, default=d.eval_dtype, help="evaluation dtype (default: the checkpoint's)"
     )
     g.add_argument(
         "--eval-batch-size",
@@ -157,7 +173,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="extra `harness eval` argument, repeatable (e.g. --eval-arg=--tensor-parallel-size=8)",
     )
     g.add_argument("--no-base", action="store_true", help="do not evaluate the base model as a row")
-    g = p.add_argument_group("RoPE diagnostic (paper Section 2) of the base and each run's last checkpoint")
+
+
+def _add_rope_diagnostic(g, d: DemoConfig) -> None:
     g.add_argument(
         "--rope-samples",
         type=int,
@@ -168,14 +186,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--rope-len", type=int, default=d.rope_len, metavar="L", help=f"tokens per window (default {d.rope_len})"
     )
+    # Not a diagnostic flag, but --help has always listed it last, in this group.
     g.add_argument("--progress", action="store_true", help="show the training and evaluation progress bars")
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.core.validate import require_above, require_at_least
-    from harness.demo import config_from_args, run_demo
+    from harness.demo import run_demo
+    from harness.demo.config import config_from_args
 
-    # The int flags are checked with the rest of the config in harness.demo.validate.
+    # The int flags are checked with the rest of the config in harness.demo.validate.validate.
     require_at_least((("--seed", args.seed, 0),))
     require_above((("--lr", args.lr, 0), ("--rope-theta", args.rope_theta, 0)))
     require_at_least((("--long-share", args.long_share, 0),))

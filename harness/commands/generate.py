@@ -44,16 +44,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from harness.core.atomic import atomic_write
-    from harness.core.errors import TaskUnavailable, UserError
-    from harness.core.lengths import format_length, parse_lengths
+    from harness.core.errors import UserError
+    from harness.core.lengths import parse_lengths
     from harness.core.paths import check_out
-    from harness.core.progress import progress_bar
     from harness.core.validate import MAX_COUNT, require_at_least, require_at_most
     from harness.models.embedded import default_tokenizer_dir
     from harness.models.sources import model_tokenizer
     from tasks import data_sources
-    from tasks.generate import DEFAULT_SEED, generate_samples
-    from tasks.registry import get_task, resolve_tasks, split_csv
+    from tasks.generate import DEFAULT_SEED
+    from tasks.registry import resolve_tasks, split_csv
 
     require_at_least((("--samples", args.samples, 1), ("--seed", args.seed, 0)))
     require_at_most((("--samples", args.samples, MAX_COUNT),))
@@ -67,13 +66,37 @@ def run(args) -> int:
     cache_dir: Path | Literal[False] | None = (
         False if args.cache_dir == "none" else (Path(args.cache_dir) if args.cache_dir else None)
     )
+    tasks, unavailable = _available_tasks(names, args.protocol)
 
-    # Plan first: which tasks have their data. None: nothing is written, exit 2 (as eval does).
+    failed: list[str] = []
+    written = 0
+    for task in tasks:
+        count, errors = _write_task(task, lengths, args.samples, tokenizer, seed, cache_dir, out)
+        written += count
+        failed += errors
+    atomic_write(out / "unavailable.json", json.dumps(unavailable, indent=2, sort_keys=True) + "\n")
+    print(
+        f"wrote {written} samples for {len(names) - len(unavailable)} tasks to {out}"
+        + (f"; unavailable: {', '.join(sorted(unavailable))} (see {out / 'unavailable.json'})" if unavailable else "")
+    )
+    if failed:
+        raise UserError(f"{len(failed)} task/length pairs failed (see above), first: {failed[0]}")
+    if not written:
+        raise UserError(f"no samples were written to {out}: see the lines above for why")
+    return 0
+
+
+def _available_tasks(names: list[str], protocol: str) -> tuple[list, dict[str, str]]:
+    """Plan first: the tasks that have their data, and {name: why} for the others (one line each).
+    None available: nothing is written, exit 2 (as eval does)."""
+    from harness.core.errors import TaskUnavailable, UserError
+    from tasks.registry import get_task
+
     unavailable: dict[str, str] = {}
     tasks = []
     for name in names:
         task = get_task(name)
-        task.set_protocol(args.protocol)
+        task.set_protocol(protocol)
         try:
             task.check_available()
         except TaskUnavailable as exc:
@@ -88,47 +111,49 @@ def run(args) -> int:
         raise UserError(
             f"no task can run: {', '.join(unavailable)}; give each its data as the lines above say (no samples written)"
         )
+    return tasks, unavailable
 
+
+def _write_task(task, lengths: list[int], samples: int, tokenizer, seed: int, cache_dir, out: Path):
+    """One task's samples at each of its lengths into <out>/<task>/<length>.jsonl; returns (samples
+    written, the lengths that failed, each as a line). A length that cannot be built is reported
+    and the others still run."""
+    from harness.core.atomic import atomic_write
+    from harness.core.errors import UserError
+    from harness.core.lengths import format_length
+    from harness.core.progress import progress_bar
+    from tasks.generate import generate_samples
+
+    name = task.name
     failed: list[str] = []
     written = 0
-    for task in tasks:
-        name = task.name
-        # the task's own lengths under the protocol (NoLiMa's reference reads 1k as a 1000-token haystack)
-        own = task.task_lengths(lengths, 0, None) if task.length_controlled else lengths
-        for length in [0] if task.no_context else own:
-            n = args.samples
-            avail = task.num_samples_available(length)
-            if avail is not None and avail < n:
-                print(f"{name}: the data holds {avail} samples; writing {avail}")
-                n = avail
-            bar = progress_bar(total=n, desc=f"{name} {format_length(length)}", unit="sample")
-            last = [0]
+    # the task's own lengths under the protocol (NoLiMa's reference reads 1k as a 1000-token haystack)
+    own = task.task_lengths(lengths, 0, None) if task.length_controlled else lengths
+    for length in [0] if task.no_context else own:
+        n = samples
+        avail = task.num_samples_available(length)
+        if avail is not None and avail < n:
+            print(f"{name}: the data holds {avail} samples; writing {avail}")
+            n = avail
+        bar = progress_bar(total=n, desc=f"{name} {format_length(length)}", unit="sample")
+        last = [0]
 
-            def progress(k, bar=bar, last=last):
-                bar.update(k - last[0])
-                last[0] = k
+        def progress(k, bar=bar, last=last):
+            bar.update(k - last[0])
+            last[0] = k
 
-            try:
-                samples = generate_samples(
-                    task, length, range(n), tokenizer, seed=seed, cache_dir=cache_dir, progress=progress
-                )
-            except UserError as exc:  # e.g. a length below the task's fixed parts: the other tasks go on
-                bar.close()
-                failed.append(f"{name} {format_length(length)}: {exc}")
-                print(f"failed: {name} {format_length(length)}: {exc}")  # the one `error:` line comes at the end
-                continue
+        try:
+            made = generate_samples(
+                task, length, range(n), tokenizer, seed=seed, cache_dir=cache_dir, progress=progress
+            )
+        except UserError as exc:  # e.g. a length below the task's fixed parts: the other tasks go on
             bar.close()
-            path = out / name / f"{length}.jsonl"
-            atomic_write(path, "".join(s.to_json() + "\n" for s in samples))
-            written += len(samples)
-            print(f"{name} {format_length(length)}: {len(samples)} samples -> {path}")
-    atomic_write(out / "unavailable.json", json.dumps(unavailable, indent=2, sort_keys=True) + "\n")
-    print(
-        f"wrote {written} samples for {len(names) - len(unavailable)} tasks to {out}"
-        + (f"; unavailable: {', '.join(sorted(unavailable))} (see {out / 'unavailable.json'})" if unavailable else "")
-    )
-    if failed:
-        raise UserError(f"{len(failed)} task/length pairs failed (see above), first: {failed[0]}")
-    if not written:
-        raise UserError(f"no samples were written to {out}: see the lines above for why")
-    return 0
+            failed.append(f"{name} {format_length(length)}: {exc}")
+            print(f"failed: {name} {format_length(length)}: {exc}")  # the one `error:` line comes at the end
+            continue
+        bar.close()
+        path = out / name / f"{length}.jsonl"
+        atomic_write(path, "".join(s.to_json() + "\n" for s in made))
+        written += len(made)
+        print(f"{name} {format_length(length)}: {len(made)} samples -> {path}")
+    return written, failed

@@ -76,7 +76,7 @@ def _check(args: argparse.Namespace) -> None:
 def load_with_samples(target: str, flag: str) -> dict:
     """A run's results with per-sample scores: its results.json (schema 2), else its samples.jsonl."""
     from harness.commands.report import load_any
-    from harness.pipeline.aggregate import results_from_store
+    from harness.pipeline.reaggregate import results_from_store
     from tasks.registry import all_suites
 
     results = load_any(target, None)
@@ -129,11 +129,9 @@ def plan(
     base: dict, against: dict | None, delta: float, alpha: float, power: float, checkpoints: int | None
 ) -> list[dict]:
     """One row per (suite, task or suite average, length): variance, samples needed, time per run."""
-    from harness.core.paired import shared_indices
-    from harness.core.stats import samples_needed
-
     paired = against is not None
     k = checkpoints or max(1, len(base["run"].get("checkpoints") or []))
+    test = (delta, alpha, power, paired)
     rows = []
     for sname, suite in base["suites"].items():
         samples = suite.get("samples") or {}
@@ -141,58 +139,73 @@ def plan(
         by_length: dict[int, list[dict]] = {}
         for task, by_len in samples.items():
             for L, block in sorted(by_len.items(), key=lambda kv: int(kv[0])):
-                row = {"suite": sname, "task": task, "length": int(L), "have": len(block["index"]), "note": ""}
-                if "scores" not in block:
-                    row.update(variance=None, needed=None, note="perplexity: not a mean of sample scores")
-                    rows.append(row)
-                    continue
-                a = _per_sample(block)
-                if paired:
-                    ob = (other.get(task) or {}).get(L)
-                    idx = shared_indices(ob, block) if ob else []
-                    if not ob or not idx:
-                        row.update(variance=None, needed=None, note="no shared samples with --against")
-                        rows.append(row)
-                        continue
-                    b = _per_sample(ob)
-                    values = [b[i] - a[i] for i in idx]
-                    row["have"] = len(idx)
-                    row["observed"] = sum(values) / len(values)
-                else:
-                    values = list(a.values())
-                var = _variance(values)
-                if var == 0:
-                    var = _binomial_fallback(list(a.values()))
-                    row["note"] = "no spread observed: binomial variance assumed"
-                row["variance"] = var
-                row["needed"] = samples_needed(var, delta, alpha, power, paired=paired)
-                row["seconds_per_sample"] = _seconds(base, task, L)
+                row = _task_row(base, sname, task, L, block, (other.get(task) or {}).get(L), test)
                 rows.append(row)
-                by_length.setdefault(int(L), []).append(row)
+                if row["variance"] is not None:  # planned: it counts towards the suite average
+                    by_length.setdefault(int(L), []).append(row)
         for L, parts in sorted(by_length.items()):
-            if len(parts) < 2:
-                continue
-            var = sum(p["variance"] for p in parts) / len(parts) ** 2
-            secs = [p["seconds_per_sample"] for p in parts]
-            row = {
-                "suite": sname,
-                "task": f"{sname} average ({len(parts)} tasks)",
-                "length": L,
-                "have": min(p["have"] for p in parts),
-                "variance": var,
-                "needed": samples_needed(var, delta, alpha, power, paired=paired),
-                # n samples of every task: the sum of the tasks' seconds per sample
-                "seconds_per_sample": sum(secs) if all(s is not None for s in secs) else None,
-                "note": "n samples per task",
-                "average": True,
-            }
-            rows.append(row)
+            if len(parts) >= 2:
+                rows.append(_average_row(sname, L, parts, test))
     for row in rows:
         per_sample = row.get("seconds_per_sample")
         row["seconds_per_run"] = (
             row["needed"] * per_sample * k if row.get("needed") and per_sample is not None else None
         )
     return rows
+
+
+def _task_row(base: dict, sname: str, task: str, L: str, block: dict, other: dict | None, test: tuple) -> dict:
+    """The plan of one task at one length; `other`: the --against run's block for it (paired), and
+    `test`: (delta, alpha, power, paired)."""
+    from harness.core.paired import shared_indices
+    from harness.core.stats import samples_needed
+
+    delta, alpha, power, paired = test
+    row = {"suite": sname, "task": task, "length": int(L), "have": len(block["index"]), "note": ""}
+    if "scores" not in block:
+        row.update(variance=None, needed=None, note="perplexity: not a mean of sample scores")
+        return row
+    a = _per_sample(block)
+    if paired:
+        idx = shared_indices(other, block) if other else []
+        if not other or not idx:
+            row.update(variance=None, needed=None, note="no shared samples with --against")
+            return row
+        b = _per_sample(other)
+        values = [b[i] - a[i] for i in idx]
+        row["have"] = len(idx)
+        row["observed"] = sum(values) / len(values)
+    else:
+        values = list(a.values())
+    var = _variance(values)
+    if var == 0:
+        var = _binomial_fallback(list(a.values()))
+        row["note"] = "no spread observed: binomial variance assumed"
+    row["variance"] = var
+    row["needed"] = samples_needed(var, delta, alpha, power, paired=paired)
+    row["seconds_per_sample"] = _seconds(base, task, L)
+    return row
+
+
+def _average_row(sname: str, L: int, parts: list[dict], test: tuple) -> dict:
+    """The suite average over T tasks at one length: var = sum of the tasks' variances / T^2."""
+    from harness.core.stats import samples_needed
+
+    delta, alpha, power, paired = test
+    var = sum(p["variance"] for p in parts) / len(parts) ** 2
+    secs = [p["seconds_per_sample"] for p in parts]
+    return {
+        "suite": sname,
+        "task": f"{sname} average ({len(parts)} tasks)",
+        "length": L,
+        "have": min(p["have"] for p in parts),
+        "variance": var,
+        "needed": samples_needed(var, delta, alpha, power, paired=paired),
+        # n samples of every task: the sum of the tasks' seconds per sample
+        "seconds_per_sample": sum(secs) if all(s is not None for s in secs) else None,
+        "note": "n samples per task",
+        "average": True,
+    }
 
 
 def _fmt_time(seconds: float | None) -> str:

@@ -80,7 +80,8 @@ def _suite_tasks() -> dict[str, list[str]]:
 
 def load_any(target: str, threshold: float | None) -> dict:
     from harness.core.results_file import load_results
-    from harness.pipeline.aggregate import DEFAULT_THRESHOLD, apply_threshold, results_from_store
+    from harness.pipeline.aggregate import DEFAULT_THRESHOLD, apply_threshold
+    from harness.pipeline.reaggregate import results_from_store
 
     path = Path(target)
     if path.is_dir():

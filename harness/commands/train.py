@@ -34,7 +34,15 @@ def _betas(text: str) -> tuple[float, float]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("model and data")
+    _add_model_and_data(p.add_argument_group("model and data"))
+    _add_optimization(p.add_argument_group("optimization"))
+    _add_checkpoints(p.add_argument_group("checkpoints"))
+    _add_distributed(p.add_argument_group("distributed (under torchrun / accelerate launch)"))
+    _add_logging(p.add_argument_group("logging"))
+
+
+def _add_model_and_data(g) -> None:
+    """The base model and its RoPE base, the run directory, the corpus and how it is read and packed."""
     g.add_argument(
         "--model",
         required=True,
@@ -62,7 +70,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "a document's source is its FIELD, else its --domain-tags value, else its file's stem "
         "(the ratio table is printed and saved to RUN/mixture.txt)",
     )
-    g = p.add_argument_group("optimization")
+
+
+def _add_optimization(g) -> None:
+    """Steps, time limit, batch, AdamW and schedule, precision, kernel, seed."""
     g.add_argument("--steps", type=int, required=True, help="optimizer steps")
     g.add_argument(
         "--max-minutes",
@@ -89,7 +100,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="attention kernel (auto: varlen on CUDA, flex with --sp > 1, sdpa-doc on CPU)",
     )
     g.add_argument("--seed", type=int, default=0, help="packing order, interleaving and init RNG (default 0)")
-    g = p.add_argument_group("checkpoints")
+
+
+def _add_checkpoints(g) -> None:
+    """Which checkpoints and resumable states are written."""
     g.add_argument("--save-every", type=int, default=10, metavar="S", help="checkpoint every S steps (default 10)")
     g.add_argument(
         "--keep-last", type=int, default=5, metavar="K", help="write only the last K checkpoints (default 5; 0 = all)"
@@ -97,7 +111,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--save-state-every", type=int, metavar="N", help="full resumable state every N steps (always at the end)"
     )
-    g = p.add_argument_group("distributed (under torchrun / accelerate launch)")
+
+
+def _add_distributed(g) -> None:
+    """Sequence parallelism and sharding under torchrun / accelerate launch."""
     g.add_argument("--sp", type=int, default=1, metavar="P", help="Ulysses sequence-parallel degree (default 1)")
     g.add_argument(
         "--shard",
@@ -105,7 +122,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="fsdp",
         help="FSDP2 parameter sharding, or replicas with all-reduce",
     )
-    g = p.add_argument_group("logging")
+
+
+def _add_logging(g) -> None:
+    """The progress bar and the extra log sinks."""
     g.add_argument("--no-progress", action="store_true", help="no progress bar (the JSONL log is still written)")
     g.add_argument(
         "--log-to",
@@ -116,10 +136,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def job_from_args(args):
-    from harness.core.paths import check_apart, check_out
-    from training.config import CheckpointConfig, DataConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TrainJob
-
+def _check_flags(args) -> None:
+    """Every numeric flag in its range, and the flags that only work together, before any work."""
     # Every numeric flag: a lower bound, NaN and infinity rejected (None = not given).
     require_at_least(
         (
@@ -162,6 +180,13 @@ def job_from_args(args):
             f"--interleave-chunks works with --mode {' or '.join(INTERLEAVE_MODES)}, not {args.mode}: "
             "change the mode or drop the flag"
         )
+
+
+def job_from_args(args):
+    from harness.core.paths import check_apart, check_out
+    from training.config import CheckpointConfig, DataConfig, ModelConfig, OptimizerConfig, ScheduleConfig, TrainJob
+
+    _check_flags(args)
     paths = [p.strip() for p in args.data.split(",") if p.strip()]
     if not paths:
         raise UserError("--data is empty: pass one or more jsonl/parquet files, comma-separated")

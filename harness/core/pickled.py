@@ -15,6 +15,7 @@ torch's refusal; nothing in the file runs.
 from __future__ import annotations
 
 import pickle
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -58,19 +59,28 @@ def check_pickled_weights(path: Path) -> None:
 
     A torch.save zip is scanned (its pickle's opcodes only); torch's legacy format (before 1.6, one
     stream torch cannot scan) is loaded once with weights_only=True, which refuses the same things.
-    Damage is left to the real load, which names it."""
+    A file that is neither (torch's "Invalid magic number", a truncated zip) is damaged: named here
+    in one line, since the real load would end in a traceback."""
     what = refused_objects(path)
     if not what and not zipfile.is_zipfile(path):
         import torch
 
         try:
-            torch.load(path, map_location="cpu", weights_only=True)
+            with warnings.catch_warnings():  # torch's notes on the pickle protocol would precede our one line
+                warnings.simplefilter("ignore")
+                torch.load(path, map_location="cpu", weights_only=True)
         except pickle.UnpicklingError as exc:
             what = _torch_reason(exc)
-        except Exception:  # noqa: BLE001 - damaged: the load that follows reports it
-            what = ""
+        except Exception as exc:  # noqa: BLE001 - torch raises RuntimeError, EOFError, ValueError ... for damage
+            raise damaged(path, exc) from None
     if what:
         raise refusal(path, what)
+
+
+def damaged(path: Path, exc: BaseException) -> UserError:
+    """The one-line error for a weights file torch cannot read at all (not a refusal: damage)."""
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
+    return UserError(f"{path} is damaged ({reason}): re-download or re-save the model; or leave it out of --ckpts")
 
 
 def refused_load(model_path: str | Path, exc: pickle.UnpicklingError) -> UserError:

@@ -26,7 +26,7 @@ def package_version() -> str:
 @functools.lru_cache(maxsize=1)
 def git_hash() -> str | None:
     """HEAD of the checkout holding this package (+ "-dirty"), or None outside a checkout."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # harness/core/provenance.py -> the checkout
     if not (root / ".git").exists():
         return None
     try:

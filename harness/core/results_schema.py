@@ -303,6 +303,14 @@ class Provenance(Strict):
     doctor: str | None = None
 
 
+class InconsistentRecords(Strict):
+    """Records of a re-aggregated store left out of every average because their fields contradict
+    themselves (a hand-edited line: a length, metric or suite its task cannot have), counted by reason."""
+
+    count: Positive
+    reasons: dict[str, Positive]
+
+
 class Results(Strict):
     """results.json."""
 
@@ -315,6 +323,9 @@ class Results(Strict):
     # records that share an identity with a counted one but hold another prediction or score
     # (a hand-edited or merged store): the first written counts, and the reports say how many
     conflicting_records: Positive | None = None
+    # records whose fields contradict themselves (a length or metric their task cannot have): left
+    # out of the averages, counted by reason
+    inconsistent_records: InconsistentRecords | None = None
 
 
 def _part(p: Any) -> Any:

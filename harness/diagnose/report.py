@@ -174,57 +174,63 @@ def _html(result: dict, images: list[Path]) -> str:
         data = base64.b64encode(img.read_bytes()).decode()
         parts.append(f"<p><img alt='{html.escape(img.name)}' src='data:image/png;base64,{data}'></p>")
     if runs:
-        shifts = runs[0]["D"]["shifts"]
-        parts.append("<h2>D(Δ1, Δ2) (Eq. 4), mean ± std over samples</h2>")
-        parts.append(
-            _table(
-                ["Δ1", *(run_label(r, runs) for r in runs)],
-                [
-                    [str(s), *(f"{_fmt(r['D']['mean'][i])} ± {_fmt(r['D']['std'][i])}" for r in runs)]
-                    for i, s in enumerate(shifts)
-                ],
-            )
-        )
-        logit_runs = [r for r in runs if "D_logit" in r]
-        if logit_runs:
-            parts.append("<h2>D_logit (Eq. 5) by sequence length</h2>")
-            lengths = logit_runs[0]["D_logit"]["lengths"]
-            parts.append(
-                _table(
-                    ["T", *(run_label(r, runs) for r in logit_runs)],
-                    [
-                        [
-                            str(t),
-                            *(f"{_fmt(r['D_logit']['mean'][i])} ± {_fmt(r['D_logit']['std'][i])}" for r in logit_runs),
-                        ]
-                        for i, t in enumerate(lengths)
-                    ],
-                )
-            )
+        parts += _d_section(runs)
+        parts += _logit_section(runs)
         for r in runs:
-            if "sources" not in r:
-                continue
-            src = r["sources"]
-            names = ["baseline", "angles", "rotated", "product", "all_low", "interaction"]
-            parts.append(f"<h2>Error sources: {html.escape(run_label(r, runs))}</h2>")
-            parts.append(
-                "<p>"
-                + "; ".join(
-                    f"{n}: " + ", ".join(f"{k} {v}" for k, v in src["precisions"][n].items()) for n in names[:-1]
-                )
-                + "</p>"
-            )
-            parts.append(
-                _table(
-                    ["Δ1", "model run", *names],
-                    [
-                        [str(s), _fmt(r["D"]["mean"][i]), *(_fmt(src[n][i]) for n in names)]
-                        for i, s in enumerate(src["shifts"])
-                    ],
-                )
-            )
+            if "sources" in r:
+                parts += _sources_section(r, runs)
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _d_section(runs: list[dict]) -> list[str]:
+    """D per Δ1, one column per run."""
+    shifts = runs[0]["D"]["shifts"]
+    return [
+        "<h2>D(Δ1, Δ2) (Eq. 4), mean ± std over samples</h2>",
+        _table(
+            ["Δ1", *(run_label(r, runs) for r in runs)],
+            [
+                [str(s), *(f"{_fmt(r['D']['mean'][i])} ± {_fmt(r['D']['std'][i])}" for r in runs)]
+                for i, s in enumerate(shifts)
+            ],
+        ),
+    ]
+
+
+def _logit_section(runs: list[dict]) -> list[str]:
+    """D_logit per sequence length, one column per run that measured it."""
+    logit_runs = [r for r in runs if "D_logit" in r]
+    if not logit_runs:
+        return []
+    lengths = logit_runs[0]["D_logit"]["lengths"]
+    return [
+        "<h2>D_logit (Eq. 5) by sequence length</h2>",
+        _table(
+            ["T", *(run_label(r, runs) for r in logit_runs)],
+            [
+                [str(t), *(f"{_fmt(r['D_logit']['mean'][i])} ± {_fmt(r['D_logit']['std'][i])}" for r in logit_runs)]
+                for i, t in enumerate(lengths)
+            ],
+        ),
+    ]
+
+
+def _sources_section(r: dict, runs: list[dict]) -> list[str]:
+    """One run's error sources: the precision of each config, then D per Δ1 for each."""
+    src = r["sources"]
+    names = ["baseline", "angles", "rotated", "product", "all_low", "interaction"]
+    precisions = "; ".join(
+        f"{n}: " + ", ".join(f"{k} {v}" for k, v in src["precisions"][n].items()) for n in names[:-1]
+    )
+    return [
+        f"<h2>Error sources: {html.escape(run_label(r, runs))}</h2>",
+        "<p>" + precisions + "</p>",
+        _table(
+            ["Δ1", "model run", *names],
+            [[str(s), _fmt(r["D"]["mean"][i]), *(_fmt(src[n][i]) for n in names)] for i, s in enumerate(src["shifts"])],
+        ),
+    ]
 
 
 def write_report(result: dict, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:

@@ -1,7 +1,8 @@
 """The RoPE relative-position check of arXiv:2411.13476, Section 2 (Eq. 4 and 5, Figure 1).
 
 Run it through the CLI: `harness diagnose rope --ckpt PATH --out DIR` (harness/commands/diagnose.py),
-or call `measure(model, samples, Settings(...), "bf16")` on a loaded model.
+or call `measure(model, samples, Settings(...), "bf16")` on a loaded model (its per-sample numbers
+are reduced over samples by harness.diagnose.summary).
 
 RoPE makes the logit q_i·k_j depend only on i − j, so adding the same shift Δ to every position
 id should not change attention. What this module measures (positions Δ, Δ+1, …, Δ+L−1):
@@ -69,6 +70,7 @@ from harness.diagnose.precision import (
     rope_cos_sin,
     torch_dtype,
 )
+from harness.diagnose.summary import LOGIT_DELTA1, PER_TOKEN_DELTA1, summarise
 
 if TYPE_CHECKING:
     import torch
@@ -78,8 +80,6 @@ DEFAULT_SHIFTS = (0, 2, 4, 6, 8, 10, 12, 14, 15, 17, 18, 20, 22, 50, 100, 200, 5
 DEFAULT_DELTA2 = 16
 # Figure 1 (right): the sequence lengths of the logit difference.
 DEFAULT_LOGIT_LENGTHS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
-PER_TOKEN_DELTA1 = 0
-LOGIT_DELTA1 = 0
 DEFAULT_MAX_BYTES = 1 << 28
 # On CUDA: this share of the free memory for row blocks, the same again for stored q/k.
 CUDA_MEMORY_SHARE = 0.3
@@ -203,37 +203,18 @@ def attention_differences(
     # Cast before expanding grouped kv heads: the same values, a third of the conversions.
     q2, k2 = q2_HLD.to(p), _expand_kv(k2_HLD.to(p), num_heads)
     device = q2_HLD.device
-    # About five float64 [H, rows, L] tensors live at once per shift (logits, probabilities, diff).
-    rows = max(1, min(length, MAX_BLOCK_ROWS, max_bytes // (5 * 8 * num_heads * length)))
-    per_batch = len(qk1)
-    if batch_bytes is not None:
-        per_batch = max(1, min(per_batch, batch_bytes // (4 * 8 * num_heads * rows * length)))
-    # [S, H, L, D] stacks in the product dtype, one per batch of shifts.
-    batches = [
-        (
-            torch.stack([q.to(p) for q, _ in qk1[b : b + per_batch]]),
-            torch.stack([_expand_kv(k.to(p), num_heads) for _, k in qk1[b : b + per_batch]]),
-        )
-        for b in range(0, len(qk1), per_batch)
-    ]
+    rows, per_batch = _block_sizes(num_heads, length, len(qk1), max_bytes, batch_bytes)
+    batches = _stack_shifts(qk1, per_batch, p, num_heads)
     cols = torch.zeros(len(qk1), num_heads, length, dtype=torch.float64, device=device)
     firsts = torch.zeros(len(qk1), num_heads, dtype=torch.float64, device=device)
     keys = torch.arange(length, device=device)
-
-    def head_chunks(shifts: int, block_rows: int, width: int) -> list[tuple[int, int]]:
-        """Head ranges whose float64 rows [shifts, heads, block_rows, width] fit chunk_bytes."""
-        step = num_heads
-        if chunk_bytes is not None:
-            step = max(1, min(num_heads, chunk_bytes // (8 * shifts * block_rows * width)))
-        return [(h0, min(num_heads, h0 + step)) for h0 in range(0, num_heads, step)]
-
     for r0 in range(0, length, rows):
         r1 = min(length, r0 + rows)
         future = keys[None, :r1] > keys[r0:r1, None]  # [rows, r1]: keys after the query
         a2 = _block_logits(q2[:, r0:r1], k2[:, :r1], scaling)
         a2_first = a2[..., 0].to(torch.float64)
         p2 = torch.empty(a2.shape, dtype=torch.float64, device=device)
-        for h0, h1 in head_chunks(1, r1 - r0, r1):
+        for h0, h1 in _head_chunks(num_heads, 1, r1 - r0, r1, chunk_bytes):
             p2[h0:h1] = torch.softmax(a2[h0:h1].masked_fill_(future, float("-inf")).to(torch.float64), dim=-1)
         del a2
         for n, (q1, k1) in enumerate(batches):
@@ -244,12 +225,46 @@ def attention_differences(
                 cols[s0:s1, :, :r1] += _diff_colsum_cuda(a1, p2, future)
                 del a1
                 continue
-            for h0, h1 in head_chunks(s1 - s0, r1 - r0, r1):
+            for h0, h1 in _head_chunks(num_heads, s1 - s0, r1 - r0, r1, chunk_bytes):
                 p1 = torch.softmax(a1[:, h0:h1].masked_fill_(future, float("-inf")).to(torch.float64), dim=-1)
                 cols[s0:s1, h0:h1, :r1] += p1.sub_(p2[h0:h1]).abs_().sum(-2)
                 del p1
             del a1
     return [LayerDiff(cols[i], firsts[i]) for i in range(len(qk1))]
+
+
+def _block_sizes(num_heads: int, length: int, shifts: int, max_bytes: int, batch_bytes) -> tuple[int, int]:
+    """(query rows per block, shifts per batch): a block's rows sized by `max_bytes` for one shift,
+    as many shifts per batch as `batch_bytes` of float64 rows hold (None: all of them)."""
+    # About five float64 [H, rows, L] tensors live at once per shift (logits, probabilities, diff).
+    rows = max(1, min(length, MAX_BLOCK_ROWS, max_bytes // (5 * 8 * num_heads * length)))
+    per_batch = shifts
+    if batch_bytes is not None:
+        per_batch = max(1, min(per_batch, batch_bytes // (4 * 8 * num_heads * rows * length)))
+    return rows, per_batch
+
+
+def _stack_shifts(qk1, per_batch: int, p, num_heads: int) -> list:
+    """[S, H, L, D] stacks of q and (expanded) k in the product dtype, one pair per batch of shifts."""
+    import torch
+
+    return [
+        (
+            torch.stack([q.to(p) for q, _ in qk1[b : b + per_batch]]),
+            torch.stack([_expand_kv(k.to(p), num_heads) for _, k in qk1[b : b + per_batch]]),
+        )
+        for b in range(0, len(qk1), per_batch)
+    ]
+
+
+def _head_chunks(
+    num_heads: int, shifts: int, block_rows: int, width: int, chunk_bytes: int | None
+) -> list[tuple[int, int]]:
+    """Head ranges whose float64 rows [shifts, heads, block_rows, width] fit chunk_bytes (None: all heads)."""
+    step = num_heads
+    if chunk_bytes is not None:
+        step = max(1, min(num_heads, chunk_bytes // (8 * shifts * block_rows * width)))
+    return [(h0, min(num_heads, h0 + step)) for h0 in range(0, num_heads, step)]
 
 
 def _softmax_diff_colsum(a1, p2, future):
@@ -377,111 +392,151 @@ def measure(model, samples, settings: Settings, model_dtype: str, progress: bool
     from tqdm.auto import tqdm
 
     model_dtype = canonical_dtype(model_dtype)
-    layers = attention_layers(model)
-    num_layers, scaling = len(layers), layers[0].scaling
-    device = next(model.parameters()).device
-    base = getattr(model, model.base_model_prefix, model)
-    product = model_product(settings.kernel, model_dtype)
-    budget = working_bytes(settings.batch_bytes, device)
-    # Float64 rows of the shifts batched in one block; on CPU kept small enough to stay in cache.
-    block = budget if device.type == "cuda" else min(budget, CPU_BLOCK_BYTES)
-    head_bytes = None if device.type == "cuda" else CPU_CHUNK_BYTES
-    rec = _Recorder(scaling, product, settings.max_bytes)
-    rec.want_pre = settings.sources
-    rotary = rotary_module(model) if settings.sources else None
-    if rotary is not None and rotary.inv_freq.numel() * 2 != layers[0].head_dim:
-        raise UserError("partial rotary embeddings are not supported by the source decomposition: pass --no-sources")
-    window = getattr(model.config, "sliding_window", None)
-    if window and getattr(model.config, "use_sliding_window", True) and window < settings.needed_length():
-        raise UserError(
-            f"the model uses sliding-window attention ({window} tokens), which the diagnostic's causal kernels "
-            f"do not apply: pass --seq-len and --logit-lengths up to {window}"
-        )
-    shifts, delta2, seq_len = list(settings.shifts), settings.delta2, settings.seq_len
-    if any(len(t) < settings.needed_length() for t in samples):
-        raise ValueError(
-            f"every sample needs {settings.needed_length()} tokens (the longest of --seq-len and --logit-lengths)"
-        )
-    configs = source_configs(model_dtype)
-
-    def forward(ids, shift: int, mode: str):
-        rec.mode = mode
-        positions = torch.arange(shift, shift + ids.shape[1], device=device)[None]
-        base(input_ids=ids, position_ids=positions, use_cache=False)
-        rec.mode = "off"
-
-    per_sample: list[_Sample] = []
-    # Units: forward passes, plus one per (layer, precision config, shift) of the source breakdown.
-    steps = (
-        1
-        + len(shifts)
-        + 2 * len(settings.logit_lengths)
-        + (num_layers * len(configs) * len(shifts) if settings.sources else 0)
+    run = _Measurement(model, samples, settings, model_dtype)
+    bar = tqdm(
+        total=len(samples) * run.steps_per_sample(),
+        desc=f"rope diagnostic {model_dtype}",
+        disable=not progress,
+        unit="step",
     )
-    bar = tqdm(total=len(samples) * steps, desc=f"rope diagnostic {model_dtype}", disable=not progress, unit="step")
+    per_sample: list[_Sample] = []
     with contextlib.ExitStack() as stack, torch.no_grad():
-        stack.enter_context(capture_attention(model, settings.kernel, rec.on_attention))
+        stack.enter_context(capture_attention(model, settings.kernel, run.rec.on_attention))
         if settings.sources:
-            stack.enter_context(capture_projections(model, rec.on_projection))
+            stack.enter_context(capture_projections(model, run.rec.on_projection))
         if settings.rope_angles == "fp64":
             stack.enter_context(rope_angles_fp64(model))
         for tokens in samples:
-            res = _Sample()
-            ids = torch.tensor([tokens[:seq_len]], device=device)
-            forward(ids, delta2, "store")
-            bar.update()
-            # Δ1 runs in groups whose captured q/k fit the budget; each layer then compares the
-            # whole group against its Δ2 rows in one batch (attention_differences).
-            per_shift = sum(q.numel() * q.element_size() + k.numel() * k.element_size() for q, k in rec.ref.values())
-            group = max(1, budget // max(1, per_shift))
-            for g0 in range(0, len(shifts), group):
-                chunk = shifts[g0 : g0 + group]
-                rec.pending = {}
-                for shift in chunk:
-                    forward(ids, shift, "compare")
-                diffs = []
-                for i in range(num_layers):
-                    diffs.append(
-                        attention_differences(
-                            rec.pending.pop(i), *rec.ref[i], scaling, product, settings.max_bytes, block, head_bytes
-                        )
-                    )
-                    bar.update(len(chunk) / num_layers)
-                for j, shift in enumerate(chunk):
-                    heads = [diffs[i][j].head_d().sum().item() for i in range(num_layers)]
-                    res.d_layer.append(heads)
-                    res.d.append(sum(heads))
-                    if shift == PER_TOKEN_DELTA1:
-                        cols = sum(diffs[i][j].cols_HL.sum(0) for i in range(num_layers))
-                        res.per_token = (cols * key_weights(seq_len, device)).cpu().tolist()
-                del diffs
-            rec.ref = {}
-            if settings.sources:
-                res.sources = _sources(
-                    rec.pre,
-                    rotary,
-                    scaling,
-                    shifts,
-                    delta2,
-                    configs,
-                    settings.max_bytes,
-                    bar.update,
-                    budget,
-                    block,
-                    head_bytes,
-                )
-                rec.pre = {}
-            for length in settings.logit_lengths:
-                part = torch.tensor([tokens[:length]], device=device)
-                forward(part, delta2, "store_first")
-                rec.logit_first = 0.0
-                forward(part, LOGIT_DELTA1, "compare_first")
-                res.d_logit.append(rec.logit_first / length)
-                rec.ref = {}
-                bar.update(2)
-            per_sample.append(res)
+            per_sample.append(run.sample(tokens, bar))
     bar.close()
-    return _summarise(per_sample, settings, configs, model_dtype, product, num_layers, layers)
+    return summarise(per_sample, settings, run.configs, model_dtype, run.product, run.num_layers, run.layers)
+
+
+class _Measurement:
+    """One model's measurement: its layers, the precision and memory budgets, the recorder its
+    hooks feed, and the runs and comparisons of each text sample. Refuses a model or samples it
+    cannot measure."""
+
+    def __init__(self, model, samples, settings: Settings, model_dtype: str):
+        self.settings = settings
+        self.layers = attention_layers(model)
+        self.num_layers, self.scaling = len(self.layers), self.layers[0].scaling
+        self.device = next(model.parameters()).device
+        self.base = getattr(model, model.base_model_prefix, model)
+        self.product = model_product(settings.kernel, model_dtype)
+        self.budget = working_bytes(settings.batch_bytes, self.device)
+        # Float64 rows of the shifts batched in one block; on CPU kept small enough to stay in cache.
+        self.block = self.budget if self.device.type == "cuda" else min(self.budget, CPU_BLOCK_BYTES)
+        self.head_bytes = None if self.device.type == "cuda" else CPU_CHUNK_BYTES
+        self.rec = _Recorder(self.scaling, self.product, settings.max_bytes)
+        self.rec.want_pre = settings.sources
+        self.rotary = rotary_module(model) if settings.sources else None
+        if self.rotary is not None and self.rotary.inv_freq.numel() * 2 != self.layers[0].head_dim:
+            raise UserError(
+                "partial rotary embeddings are not supported by the source decomposition: pass --no-sources"
+            )
+        window = getattr(model.config, "sliding_window", None)
+        if window and getattr(model.config, "use_sliding_window", True) and window < settings.needed_length():
+            raise UserError(
+                f"the model uses sliding-window attention ({window} tokens), which the diagnostic's causal kernels "
+                f"do not apply: pass --seq-len and --logit-lengths up to {window}"
+            )
+        if any(len(t) < settings.needed_length() for t in samples):
+            raise ValueError(
+                f"every sample needs {settings.needed_length()} tokens (the longest of --seq-len and --logit-lengths)"
+            )
+        self.configs = source_configs(model_dtype)
+
+    def steps_per_sample(self) -> int:
+        """Progress units: forward passes, plus one per (layer, precision config, shift) of the source breakdown."""
+        s = self.settings
+        sources = self.num_layers * len(self.configs) * len(s.shifts) if s.sources else 0
+        return 1 + len(s.shifts) + 2 * len(s.logit_lengths) + sources
+
+    def forward(self, ids, shift: int, mode: str) -> None:
+        """The model at positions shift, shift + 1, ..., its hooks recording in `mode`."""
+        import torch
+
+        self.rec.mode = mode
+        positions = torch.arange(shift, shift + ids.shape[1], device=self.device)[None]
+        self.base(input_ids=ids, position_ids=positions, use_cache=False)
+        self.rec.mode = "off"
+
+    def sample(self, tokens, bar) -> _Sample:
+        """Every measurement of one text sample."""
+        import torch
+
+        s, rec = self.settings, self.rec
+        shifts = list(s.shifts)
+        res = _Sample()
+        ids = torch.tensor([tokens[: s.seq_len]], device=self.device)
+        self.forward(ids, s.delta2, "store")
+        bar.update()
+        # Δ1 runs in groups whose captured q/k fit the budget; each layer then compares the
+        # whole group against its Δ2 rows in one batch (attention_differences).
+        per_shift = sum(q.numel() * q.element_size() + k.numel() * k.element_size() for q, k in rec.ref.values())
+        group = max(1, self.budget // max(1, per_shift))
+        for g0 in range(0, len(shifts), group):
+            self._shift_group(res, ids, shifts[g0 : g0 + group], bar)
+        rec.ref = {}
+        if s.sources:
+            res.sources = _sources(
+                rec.pre,
+                self.rotary,
+                self.scaling,
+                shifts,
+                s.delta2,
+                self.configs,
+                s.max_bytes,
+                bar.update,
+                self.budget,
+                self.block,
+                self.head_bytes,
+            )
+            rec.pre = {}
+        self._logit_differences(res, tokens, bar)
+        return res
+
+    def _shift_group(self, res: _Sample, ids, chunk: list[int], bar) -> None:
+        """D (per layer, and per token at Δ1 = PER_TOKEN_DELTA1) for a group of shifts run together."""
+        rec, num_layers = self.rec, self.num_layers
+        rec.pending = {}
+        for shift in chunk:
+            self.forward(ids, shift, "compare")
+        diffs = []
+        for i in range(num_layers):
+            diffs.append(
+                attention_differences(
+                    rec.pending.pop(i),
+                    *rec.ref[i],
+                    self.scaling,
+                    self.product,
+                    self.settings.max_bytes,
+                    self.block,
+                    self.head_bytes,
+                )
+            )
+            bar.update(len(chunk) / num_layers)
+        for j, shift in enumerate(chunk):
+            heads = [diffs[i][j].head_d().sum().item() for i in range(num_layers)]
+            res.d_layer.append(heads)
+            res.d.append(sum(heads))
+            if shift == PER_TOKEN_DELTA1:
+                cols = sum(diffs[i][j].cols_HL.sum(0) for i in range(num_layers))
+                res.per_token = (cols * key_weights(self.settings.seq_len, self.device)).cpu().tolist()
+
+    def _logit_differences(self, res: _Sample, tokens, bar) -> None:
+        """D_logit (Eq. 5) at each of the logit lengths."""
+        import torch
+
+        for length in self.settings.logit_lengths:
+            part = torch.tensor([tokens[:length]], device=self.device)
+            self.forward(part, self.settings.delta2, "store_first")
+            self.rec.logit_first = 0.0
+            self.forward(part, LOGIT_DELTA1, "compare_first")
+            res.d_logit.append(self.rec.logit_first / length)
+            self.rec.ref = {}
+            bar.update(2)
 
 
 def _sources(
@@ -531,61 +586,4 @@ def _sources(
                     out[name][s] += diff.head_d().sum().item()
             if progress is not None:
                 progress(len(shifts))
-    return out
-
-
-def _stats(rows: list[list[float]]) -> tuple[list[float], list[float]]:
-    """Mean and sample std (ddof=1; 0 with one sample) over samples, per column."""
-    import statistics
-
-    cols = list(zip(*rows))
-    mean = [statistics.fmean(c) for c in cols]
-    std = [statistics.stdev(c) if len(c) > 1 else 0.0 for c in cols]
-    return mean, std
-
-
-def _summarise(per_sample, settings, configs, model_dtype, product, num_layers, layers) -> dict:
-    attn = layers[0]
-    d_mean, d_std = _stats([s.d for s in per_sample])
-    layer_mean = [_stats([s.d_layer[i] for s in per_sample])[0] for i in range(len(settings.shifts))]
-    out = {
-        "dtype": model_dtype,
-        "product": product,
-        "model": {
-            "layers": num_layers,
-            "heads": attn.config.num_attention_heads,
-            "kv_heads": attn.config.num_key_value_heads,
-            "head_dim": attn.head_dim,
-        },
-        "num_samples": len(per_sample),
-        "D": {
-            "shifts": list(settings.shifts),
-            "delta2": settings.delta2,
-            "mean": d_mean,
-            "std": d_std,
-            "per_sample": [s.d for s in per_sample],
-            "per_layer_mean": layer_mean,
-        },
-    }
-    if per_sample and per_sample[0].per_token is not None:
-        out["per_token"] = {
-            "delta1": PER_TOKEN_DELTA1,
-            "delta2": settings.delta2,
-            "mean": _stats([s.per_token for s in per_sample])[0],
-        }
-    if settings.logit_lengths:
-        lm, ls = _stats([s.d_logit for s in per_sample])
-        out["D_logit"] = {
-            "delta1": LOGIT_DELTA1,
-            "delta2": settings.delta2,
-            "lengths": list(settings.logit_lengths),
-            "mean": lm,
-            "std": ls,
-        }
-    if settings.sources:
-        src: dict = {"shifts": list(settings.shifts), "precisions": {n: p.__dict__ for n, p in configs.items()}}
-        for name in configs:
-            src[name] = _stats([s.sources[name] for s in per_sample])[0]
-        src["interaction"] = [a - sum(src[s][i] for s in SOURCES) for i, a in enumerate(src["all_low"])]
-        out["sources"] = src
     return out

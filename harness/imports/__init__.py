@@ -130,10 +130,8 @@ def _suite_tasks(suite: str, tasks: list[str]) -> list[str]:
 
 
 def _suite_block(suite: str, cells: list[Cell], protocol: dict | None) -> dict:
-    from harness.core.effective_length import effective_length
-    from harness.pipeline.aggregate import DEFAULT_THRESHOLD
-    from tasks.suites import suite_categories
-
+    """One suite of the imported run, as aggregation shapes it: per task, per length (the mean over
+    the tasks at that length), the summary and the categories, each a single "checkpoint"."""
     by_task: dict[str, dict[int, Cell]] = {}
     for c in cells:
         by_task.setdefault(c.task, {})[c.length] = c
@@ -147,56 +145,73 @@ def _suite_block(suite: str, cells: list[Cell], protocol: dict | None) -> dict:
         }
         for t in evaluated
     }
-
-    def average(members: list[str], L: int) -> tuple[float, int] | None:
-        vals = [by_task[t][L].score for t in members if t in by_task and L in by_task[t]]
-        return (statistics.fmean(vals), len(vals)) if vals else None
-
     per_length = {}
     for L in lengths:
-        got = average(evaluated, L)
+        got = _average(by_task, evaluated, L)
         if got is not None:
             per_length[str(L)] = _stats(got[0], tasks_covered=got[1], tasks_total=len(tasks))
-    length_controlled = lengths != [0]
-    means = [per_length[str(L)]["mean"] for L in lengths]
-    summary: dict = {
-        "avg": _stats(statistics.fmean(means)),
-        "tasks_covered": len(evaluated),
-        "tasks_total": len(tasks),
-        "lengths_covered": len(per_length),
-        "lengths_total": len(lengths),
-    }
-    ruler_type = suite == "ruler" or suite.startswith("ruler-")
-    if ruler_type:
-        n = len(means)
-        summary["wavg_inc"] = _stats(sum((i + 1) * m for i, m in enumerate(means)) / (n * (n + 1) / 2))
-        summary["wavg_dec"] = _stats(sum((n - i) * m for i, m in enumerate(means)) / (n * (n + 1) / 2))
-    if length_controlled:
-        summary["effective_length"] = effective_length(per_length, lengths, DEFAULT_THRESHOLD)
-    else:
-        summary["effective_length"] = {"threshold": None, "value": None, "label": "n/a"}
     block: dict = {
         "tasks": tasks,
         "evaluated": evaluated,
         "lengths": lengths,
         "per_task": per_task,
         "per_length": per_length,
-        "summary": summary,
+        "summary": _summary(suite, per_length, lengths, len(evaluated), len(tasks)),
     }
-    if not length_controlled:
+    if lengths == [0]:
         block["length_controlled"] = False
-    cats = suite_categories(suite) if set(tasks) <= set(_suite_tasks(suite, [])) else {}
-    categories: dict[str, dict] = {}
-    for cat, members in (cats or {}).items():
-        for L in lengths:
-            got = average(members, L)
-            if got is not None:
-                categories.setdefault(cat, {})[str(L)] = _stats(got[0], tasks_covered=got[1], tasks_total=len(members))
+    categories = _categories(suite, tasks, by_task, lengths)
     if categories:
         block["categories"] = categories
     if protocol:
         block["imported_protocol"] = protocol
     return block
+
+
+def _average(by_task: dict[str, dict[int, Cell]], members: list[str], L: int) -> tuple[float, int] | None:
+    """(mean score, tasks averaged) of the members imported at length L; None when none is."""
+    vals = [by_task[t][L].score for t in members if t in by_task and L in by_task[t]]
+    return (statistics.fmean(vals), len(vals)) if vals else None
+
+
+def _summary(suite: str, per_length: dict, lengths: list[int], evaluated: int, total: int) -> dict:
+    """Avg over the lengths (RULER's weighted averages too), coverage, and the effective length of a
+    length-controlled suite at the default threshold."""
+    from harness.core.effective_length import effective_length
+    from harness.pipeline.aggregate import DEFAULT_THRESHOLD
+
+    means = [per_length[str(L)]["mean"] for L in lengths]
+    summary: dict = {
+        "avg": _stats(statistics.fmean(means)),
+        "tasks_covered": evaluated,
+        "tasks_total": total,
+        "lengths_covered": len(per_length),
+        "lengths_total": len(lengths),
+    }
+    if suite == "ruler" or suite.startswith("ruler-"):
+        n = len(means)
+        summary["wavg_inc"] = _stats(sum((i + 1) * m for i, m in enumerate(means)) / (n * (n + 1) / 2))
+        summary["wavg_dec"] = _stats(sum((n - i) * m for i, m in enumerate(means)) / (n * (n + 1) / 2))
+    if lengths != [0]:
+        summary["effective_length"] = effective_length(per_length, lengths, DEFAULT_THRESHOLD)
+    else:
+        summary["effective_length"] = {"threshold": None, "value": None, "label": "n/a"}
+    return summary
+
+
+def _categories(suite: str, tasks: list[str], by_task: dict[str, dict[int, Cell]], lengths: list[int]) -> dict:
+    """{category: {length: average}} of the suite's registered categories, when its tasks are the
+    registry's."""
+    from tasks.suites import suite_categories
+
+    cats = suite_categories(suite) if set(tasks) <= set(_suite_tasks(suite, [])) else {}
+    categories: dict[str, dict] = {}
+    for cat, members in (cats or {}).items():
+        for L in lengths:
+            got = _average(by_task, members, L)
+            if got is not None:
+                categories.setdefault(cat, {})[str(L)] = _stats(got[0], tasks_covered=got[1], tasks_total=len(members))
+    return categories
 
 
 def run_name(source: Source) -> str:

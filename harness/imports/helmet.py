@@ -103,14 +103,7 @@ def read(path: Path, text: str, length: int | None = None) -> tuple[list[Cell], 
         raise UserError(f"{path} is not a JSON object: pass {_WHAT}")
     m = _NAME.fullmatch(path.name)
     args: dict = _obj(data, "args")
-    if "averaged_metrics" in data:
-        metrics = data["averaged_metrics"]
-        if not isinstance(metrics, dict):
-            raise UserError(f'{path}: "averaged_metrics" is not an object: pass {_WHAT}')
-    elif path.name.endswith(".score"):
-        metrics = data
-    else:
-        raise UserError(f'{path} has no "averaged_metrics": pass {_WHAT}')
+    metrics = _averaged_metrics(path, data)
     dataset_name = str(args.get("dataset") or (m.group("stem") if m else ""))
     dataset = _dataset(dataset_name) if dataset_name else None
     if dataset is None:
@@ -118,6 +111,34 @@ def read(path: Path, text: str, length: int | None = None) -> tuple[list[Cell], 
             f"{path}: no HELMET dataset named in {'its args' if args else 'its file name'} "
             f"({dataset_name[:40] or 'none'}): pass {_WHAT}"
         )
+    L = _input_length(path, args, m, length)
+    count = len(data["data"]) if isinstance(data.get("data"), list) else None
+    source = _source(path, args, m)
+    cells = []
+    for metric, suite, task in _DATASETS[dataset]:
+        if metric not in metrics:
+            if suite == "ruler" and dataset in ("ruler_niah_mk_2", "ruler_niah_mk_3", "ruler_niah_mv"):
+                continue
+            raise UserError(f'{path}: no "{metric}" among its metrics ({dataset}\'s metric in HELMET): pass {_WHAT}')
+        v = _scale(metric, number(metrics[metric], path, f'"{metric}"'))
+        cells.append(Cell(suite, task, L, percent(v, path, f'"{metric}" (as HELMET reports it)'), count, str(path)))
+    return cells, source
+
+
+def _averaged_metrics(path: Path, data: dict) -> dict:
+    """{metric: mean x100}: the output's "averaged_metrics", or the whole of a .json.score file."""
+    if "averaged_metrics" in data:
+        metrics = data["averaged_metrics"]
+        if not isinstance(metrics, dict):
+            raise UserError(f'{path}: "averaged_metrics" is not an object: pass {_WHAT}')
+        return metrics
+    if path.name.endswith(".score"):
+        return data
+    raise UserError(f'{path} has no "averaged_metrics": pass {_WHAT}')
+
+
+def _input_length(path: Path, args: dict, m: re.Match | None, length: int | None) -> int:
+    """L: --length, else args.input_max_length, else the name's _in<L>_."""
     L = length
     if L is None and isinstance(args.get("input_max_length"), int):
         L = int(args["input_max_length"])
@@ -125,9 +146,13 @@ def read(path: Path, text: str, length: int | None = None) -> tuple[list[Cell], 
         L = int(m.group("L"))
     if not L:
         raise UserError(f"{path}: no input_max_length in its args or its name (_in<L>_): pass --length L")
+    return L
+
+
+def _source(path: Path, args: dict, m: re.Match | None) -> Source:
+    """The run's model and tag, and HELMET's protocol with the chat template it was run with."""
     chat = args.get("use_chat_template")
     chat = chat if isinstance(chat, bool) else (m.group("chat") == "True" if m else None)
-    count = len(data["data"]) if isinstance(data.get("data"), list) else None
     # HELMET names its output folder by the model's basename (arguments.py): the same name either way
     model = str(args.get("model_name_or_path") or "").rstrip("/").split("/")[-1] or path.resolve().parent.name
     template = (
@@ -144,21 +169,12 @@ def read(path: Path, text: str, length: int | None = None) -> tuple[list[Cell], 
         "template": template,
     }
     tag = args.get("tag")
-    source = Source(
+    return Source(
         harness="HELMET",
         version=f"tag {tag}" if tag else None,
         model=str(model) if model else None,
         protocol={"helmet": proto, "ruler": proto},
     )
-    cells = []
-    for metric, suite, task in _DATASETS[dataset]:
-        if metric not in metrics:
-            if suite == "ruler" and dataset in ("ruler_niah_mk_2", "ruler_niah_mk_3", "ruler_niah_mv"):
-                continue
-            raise UserError(f'{path}: no "{metric}" among its metrics ({dataset}\'s metric in HELMET): pass {_WHAT}')
-        v = _scale(metric, number(metrics[metric], path, f'"{metric}"'))
-        cells.append(Cell(suite, task, L, percent(v, path, f'"{metric}" (as HELMET reports it)'), count, str(path)))
-    return cells, source
 
 
 def _obj(data: dict, key: str) -> dict:

@@ -105,31 +105,16 @@ def _protocols(data: dict, backend: str, max_length: str | None) -> dict[str, di
 
 
 def read(path: Path, text: str, length: int | None = None) -> tuple[list[Cell], Source]:
-    from tasks.registry import all_suites
-
     data = loads_json(text, path, _WHAT)
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise UserError(f'{path} has no "results" object: pass {_WHAT}')
-    config: dict = _obj(data, "config")
     configs: dict = _obj(data, "configs")
     n_samples: dict = _obj(data, "n-samples")
     # a group's entry averages its tasks; "group_subtasks" also lists each lone task, with no subtasks
     subtasks: dict = _obj(data, "group_subtasks")
     groups = set(data.get("groups") or {}) | {g for g, members in subtasks.items() if members}
-    margs = _model_args(config)
-    model = margs.get("pretrained") or margs.get("model") or data.get("model_name") or config.get("model")
-    version = data.get("lm_eval_version")
-    source = Source(
-        harness="lm-eval",
-        version=str(version) if version else None,
-        git_hash=str(data["git_hash"]) if data.get("git_hash") else None,
-        model=str(model) if model else None,
-        protocol=_protocols(
-            data, str(config.get("model") or ""), margs.get("max_length") or _str(data.get("max_length"))
-        ),
-    )
-    longbench = set(all_suites().get("longbench") or []) | set(all_suites().get("longbench-en") or [])
-    longbench_e = set(all_suites().get("longbench-e") or [])
+    source = _source(data)
+    longbench = _longbench_suites()
     cells: list[Cell] = []
     for task, entry in data["results"].items():
         if task in groups or not isinstance(entry, dict):
@@ -139,59 +124,97 @@ def read(path: Path, text: str, length: int | None = None) -> tuple[list[Cell], 
         effective = (n_samples.get(task) or {}).get("effective") if isinstance(n_samples.get(task), dict) else None
         count = int(effective) if isinstance(effective, int) and not isinstance(effective, bool) else None
         if task.startswith("niah_") or task in _RULER:
-            ours = _RULER.get(task, task)
-            found = []
-            for key, value in entry.items():
-                m = re.fullmatch(r"(\d+),(.*)", str(key))
-                if not m:
-                    continue
-                v = number(value, path, f'results["{task}"]["{key}"]')
-                if v == -1:
-                    continue  # lm-eval's "no sample at this length"
-                found.append((int(m.group(1)), percent(100 * v, path, f'results["{task}"]["{key}"] x100')))
-            if not found:
-                raise UserError(
-                    f'{path}: RULER task {task} has no "<length>,<filter>" score: the file is not lm-eval\'s shape'
-                )
-            per = count // len(found) if count is not None and count % len(found) == 0 else None
-            cells += [Cell("ruler", ours, L, v, per, str(path)) for L, v in found]
+            cells += _ruler_cells(path, task, entry, count)
         elif task.startswith("longbench2_"):
-            got = _metric(entry, "acc")
-            if got is None:
-                raise UserError(
-                    f'{path}: LongBench v2 task {task} has no "acc,<filter>" score: the file is not lm-eval\'s shape'
-                )
-            v = percent(100 * number(got[1], path, f'results["{task}"]["{got[0]}"]'), path, f"{task} acc x100")
+            v = _percent(path, task, _required(path, task, entry, "acc", "LongBench v2"), "acc")
             cells.append(Cell("longbench2", task, 0, v, count, str(path)))
         elif task.startswith("longbench_"):
             name = task.removeprefix("longbench_")
-            suite = "longbench-e" if name in longbench_e else "longbench" if name in longbench else None
-            got = _metric(entry, "score")
+            suite = longbench.get(name)
             if suite is None:
                 source.skipped.append(task)
                 continue
-            if got is None:
-                raise UserError(
-                    f'{path}: LongBench task {task} has no "score,<filter>" value: the file is not lm-eval\'s shape'
-                )
-            v = percent(100 * number(got[1], path, f'results["{task}"]["{got[0]}"]'), path, f"{task} score x100")
+            v = _percent(path, task, _required(path, task, entry, "score", "LongBench"), "score")
             cells.append(Cell(suite, name, 0, v, count, str(path)))
         elif re.fullmatch(r"babilong_qa\d+", task):
-            got = _metric(entry, "acc")
-            if got is None:
-                raise UserError(
-                    f'{path}: BABILong task {task} has no "acc,<filter>" score: the file is not lm-eval\'s shape'
-                )
-            meta = (configs.get(task) or {}).get("metadata") if isinstance(configs.get(task), dict) else None
-            label = (meta or {}).get("max_seq_lengths", "0k") if isinstance(meta, dict) else "0k"
-            if isinstance(label, list) and len(label) == 1:
-                label = label[0]
-            L = length if length is not None else _length_label(str(label), path, task)
-            v = percent(100 * number(got[1], path, f'results["{task}"]["{got[0]}"]'), path, f"{task} acc x100")
-            cells.append(Cell("babilong", task, L, v, count, str(path)))
+            got = _required(path, task, entry, "acc", "BABILong")
+            L = length if length is not None else _babilong_length(path, task, configs)
+            cells.append(Cell("babilong", task, L, _percent(path, task, got, "acc"), count, str(path)))
         else:
             source.skipped.append(task)
     return cells, source
+
+
+def _source(data: dict) -> Source:
+    """Which lm-eval wrote the file, for which model, and how it builds each suite's inputs."""
+    config: dict = _obj(data, "config")
+    margs = _model_args(config)
+    model = margs.get("pretrained") or margs.get("model") or data.get("model_name") or config.get("model")
+    version = data.get("lm_eval_version")
+    return Source(
+        harness="lm-eval",
+        version=str(version) if version else None,
+        git_hash=str(data["git_hash"]) if data.get("git_hash") else None,
+        model=str(model) if model else None,
+        protocol=_protocols(
+            data, str(config.get("model") or ""), margs.get("max_length") or _str(data.get("max_length"))
+        ),
+    )
+
+
+def _longbench_suites() -> dict[str, str]:
+    """Our suite of each LongBench task name lm-eval may hold (longbench_<name>): longbench-e for
+    the LongBench-E names, else longbench (or longbench-en)."""
+    from tasks.registry import all_suites
+
+    suites = all_suites()
+    out = {n: "longbench" for n in set(suites.get("longbench") or []) | set(suites.get("longbench-en") or [])}
+    out.update({n: "longbench-e" for n in suites.get("longbench-e") or []})
+    return out
+
+
+def _ruler_cells(path: Path, task: str, entry: dict, count: int | None) -> list[Cell]:
+    """A RULER task's cells: one per "<length>,<filter>" score that is not -1; the samples split
+    evenly over the lengths when n-samples divides by them."""
+    ours = _RULER.get(task, task)
+    found = []
+    for key, value in entry.items():
+        m = re.fullmatch(r"(\d+),(.*)", str(key))
+        if not m:
+            continue
+        v = number(value, path, f'results["{task}"]["{key}"]')
+        if v == -1:
+            continue  # lm-eval's "no sample at this length"
+        found.append((int(m.group(1)), percent(100 * v, path, f'results["{task}"]["{key}"] x100')))
+    if not found:
+        raise UserError(f'{path}: RULER task {task} has no "<length>,<filter>" score: the file is not lm-eval\'s shape')
+    per = count // len(found) if count is not None and count % len(found) == 0 else None
+    return [Cell("ruler", ours, L, v, per, str(path)) for L, v in found]
+
+
+def _required(path: Path, task: str, entry: dict, metric: str, family: str) -> tuple[str, object]:
+    """(key, value) of the task's `metric`; a UserError naming the family when it is absent."""
+    got = _metric(entry, metric)
+    if got is None:
+        raise UserError(
+            f'{path}: {family} task {task} has no "{metric},<filter>" {"value" if metric == "score" else "score"}: '
+            "the file is not lm-eval's shape"
+        )
+    return got
+
+
+def _percent(path: Path, task: str, got: tuple[str, object], metric: str) -> float:
+    """A metric's value (a fraction) x100, as a percentage."""
+    return percent(100 * number(got[1], path, f'results["{task}"]["{got[0]}"]'), path, f"{task} {metric} x100")
+
+
+def _babilong_length(path: Path, task: str, configs: dict) -> int:
+    """The length of a BABILong task: its config's metadata.max_seq_lengths ("0k" when unset)."""
+    meta = (configs.get(task) or {}).get("metadata") if isinstance(configs.get(task), dict) else None
+    label = (meta or {}).get("max_seq_lengths", "0k") if isinstance(meta, dict) else "0k"
+    if isinstance(label, list) and len(label) == 1:
+        label = label[0]
+    return _length_label(str(label), path, task)
 
 
 def _str(value) -> str | None:

@@ -179,6 +179,16 @@ def _light_spec(path: str) -> tuple[Tokenizer | None, dict[str, str], str]:
     added_tokens_decoder (refused); decode cleans up spaces when asked, except for BPE (refused for
     other models).
     """
+    cfg, special, why = _plain_config(path)
+    if cfg is None:
+        return None, {}, why
+    backend, why = _plain_backend(path, cfg, special)
+    return backend, (special if backend is not None else {}), why
+
+
+def _plain_config(path: str) -> tuple[dict | None, dict[str, str], str]:
+    """(tokenizer_config.json, its named special tokens, "") when the configs beside tokenizer.json
+    leave it to transformers as it is (the rules of _light_spec), else (None, {}, why not)."""
     tok_file = os.path.join(path, "tokenizer.json")
     cfg_file = os.path.join(path, "tokenizer_config.json")
     if not (os.path.isfile(tok_file) and os.path.isfile(cfg_file)):
@@ -210,29 +220,34 @@ def _light_spec(path: str) -> tuple[Tokenizer | None, dict[str, str], str]:
     special = {a: cfg[a] for a in _SPECIAL_ATTRS if cfg.get(a) is not None}
     if not all(isinstance(v, str) for v in special.values()):
         return None, {}, "special tokens given as objects"
+    return cfg, special, ""
 
+
+def _plain_backend(path: str, cfg: dict, special: dict[str, str]) -> tuple[Tokenizer | None, str]:
+    """(tokenizer.json's backend, "") when transformers would keep it as it is, with every special
+    token and added token of the config in it, else (None, why not)."""
     from tokenizers import AddedToken, Tokenizer
 
     try:
         backend = Tokenizer.from_file(os.path.join(path, "tokenizer.json"))
     except Exception as exc:  # noqa: BLE001 (tokenizers raises a bare Exception); transformers names the problem
-        return None, {}, f"tokenizers cannot read tokenizer.json ({exc})"
+        return None, f"tokenizers cannot read tokenizer.json ({exc})"
     if backend.post_processor is None or backend.truncation is not None or backend.padding is not None:
-        return None, {}, "tokenizer.json has no post-processor, or sets truncation or padding"
+        return None, "tokenizer.json has no post-processor, or sets truncation or padding"
     if cfg.get("clean_up_tokenization_spaces") and type(backend.model).__name__ != "BPE":
-        return None, {}, "clean_up_tokenization_spaces on a non-BPE model"
+        return None, "clean_up_tokenization_spaces on a non-BPE model"
     added = backend.get_added_tokens_decoder()
     contents = {t.content for t in added.values()}
     if not all(v in contents for v in special.values()):
-        return None, {}, "a special token is not in tokenizer.json"
+        return None, "a special token is not in tokenizer.json"
     try:
         for idx, entry in (cfg.get("added_tokens_decoder") or {}).items():
             mine = added.get(int(idx))
             if mine is None or repr(mine) != repr(AddedToken(**{k: v for k, v in entry.items() if k != "__type"})):
-                return None, {}, f"added token {idx} differs from tokenizer.json"
+                return None, f"added token {idx} differs from tokenizer.json"
     except (TypeError, ValueError, AttributeError):
-        return None, {}, "unreadable added_tokens_decoder"
-    return backend, special, ""
+        return None, "unreadable added_tokens_decoder"
+    return backend, ""
 
 
 def load_generation_tokenizer(

@@ -159,86 +159,89 @@ def _config_ids(config: dict, key: str) -> set[int]:
 
 
 def _check_tokenizer(cfg, s: _Setup, probe_server: bool = True) -> list[Check]:
-    tok, out = s.tokenizer, []
+    """The tokenizer is the model's: its EOS, its BOS, its vocabulary (and a server's token counts)."""
+    out = [_check_eos(s), _check_bos(s)]
+    vocabulary = _check_vocabulary(s)
+    if vocabulary is not None:
+        out.append(vocabulary)
+    if probe_server:
+        out.append(_check_served_tokens(cfg, s))
+    return out
+
+
+def _check_eos(s: _Setup) -> Check:
+    tok = s.tokenizer
     eos = tok.eos_token_id
     if eos is None:
-        out.append(
-            Check(
-                "tokenizer eos",
-                FAIL,
-                "the tokenizer has no EOS token: generation never stops before max new tokens; "
-                "use the model's own tokenizer",
-            )
+        return Check(
+            "tokenizer eos",
+            FAIL,
+            "the tokenizer has no EOS token: generation never stops before max new tokens; "
+            "use the model's own tokenizer",
         )
-    else:
-        model_eos = _config_ids(s.config, "eos_token_id")
-        if model_eos and eos not in model_eos:
-            out.append(
-                Check(
-                    "tokenizer eos",
-                    WARN,
-                    f"the tokenizer's EOS id {eos} is not the model's ({sorted(model_eos)} in config.json): "
-                    "is the tokenizer the model's?",
-                )
-            )
-        else:
-            out.append(Check("tokenizer eos", PASS, f"EOS {tok.eos_token!r} (id {eos})"))
+    model_eos = _config_ids(s.config, "eos_token_id")
+    if model_eos and eos not in model_eos:
+        return Check(
+            "tokenizer eos",
+            WARN,
+            f"the tokenizer's EOS id {eos} is not the model's ({sorted(model_eos)} in config.json): "
+            "is the tokenizer the model's?",
+        )
+    return Check("tokenizer eos", PASS, f"EOS {tok.eos_token!r} (id {eos})")
+
+
+def _check_bos(s: _Setup) -> Check:
+    tok = s.tokenizer
     ids = tok("a", add_special_tokens=True)["input_ids"]
     model_bos = _config_ids(s.config, "bos_token_id")
     template = getattr(tok, "chat_template", None)
     writes_bos = isinstance(template, str) and bool(tok.bos_token) and tok.bos_token in template
     if model_bos and (not ids or ids[0] not in model_bos) and tok.bos_token_id in model_bos and writes_bos:
         # SmolLM2, Qwen: BOS is the turn marker their chat template writes, not a prompt prefix
-        out.append(Check("tokenizer bos", PASS, f"no BOS added; the chat template writes {tok.bos_token!r} itself"))
-    elif model_bos and (not ids or ids[0] not in model_bos) and tok.bos_token_id in model_bos:
-        out.append(
-            Check(
-                "tokenizer bos",
-                WARN,
-                f"the model was trained with BOS id {sorted(model_bos)} but the tokenizer does not add it: "
-                "prompts start without it; check tokenizer_config.json's add_bos_token",
-            )
+        return Check("tokenizer bos", PASS, f"no BOS added; the chat template writes {tok.bos_token!r} itself")
+    if model_bos and (not ids or ids[0] not in model_bos) and tok.bos_token_id in model_bos:
+        return Check(
+            "tokenizer bos",
+            WARN,
+            f"the model was trained with BOS id {sorted(model_bos)} but the tokenizer does not add it: "
+            "prompts start without it; check tokenizer_config.json's add_bos_token",
         )
-    elif model_bos and tok.bos_token_id is not None and tok.bos_token_id not in model_bos:
-        out.append(
-            Check(
-                "tokenizer bos",
-                WARN,
-                f"the tokenizer's BOS id {tok.bos_token_id} is not the model's {sorted(model_bos)}: "
-                "is the tokenizer the model's?",
-            )
+    if model_bos and tok.bos_token_id is not None and tok.bos_token_id not in model_bos:
+        return Check(
+            "tokenizer bos",
+            WARN,
+            f"the tokenizer's BOS id {tok.bos_token_id} is not the model's {sorted(model_bos)}: "
+            "is the tokenizer the model's?",
         )
-    else:
-        added = "adds" if tok.bos_token_id is not None and ids and ids[0] == tok.bos_token_id else "adds no"
-        out.append(Check("tokenizer bos", PASS, f"the tokenizer {added} BOS, as the model's config says"))
+    added = "adds" if tok.bos_token_id is not None and ids and ids[0] == tok.bos_token_id else "adds no"
+    return Check("tokenizer bos", PASS, f"the tokenizer {added} BOS, as the model's config says")
+
+
+def _check_vocabulary(s: _Setup) -> Check | None:
+    """The tokenizer's ids index the model's embedding; None when the config gives no vocab_size."""
+    tok = s.tokenizer
     vocab = s.config.get("vocab_size")
     base = _base_vocab(tok) or len(tok)  # without added tokens
     if isinstance(vocab, int) and base > vocab:
-        out.append(
-            Check(
-                "vocabulary",
-                FAIL,
-                f"the tokenizer has {base} tokens, the model's embedding {vocab}: ids past {vocab - 1} "
-                "index nothing; use the model's own tokenizer",
-            )
+        return Check(
+            "vocabulary",
+            FAIL,
+            f"the tokenizer has {base} tokens, the model's embedding {vocab}: ids past {vocab - 1} "
+            "index nothing; use the model's own tokenizer",
         )
-    elif isinstance(vocab, int) and len(tok) > vocab:
+    if isinstance(vocab, int) and len(tok) > vocab:
         # added tokens past the embedding (a GGUF conversion's <|endoftext|>): harmless while no
         # prompt holds their text
         extra = tok.convert_ids_to_tokens(list(range(vocab, min(len(tok), vocab + 3))))
-        out.append(
-            Check(
-                "vocabulary",
-                WARN,
-                f"{len(tok) - vocab} added token(s) past the model's {vocab} embeddings ({', '.join(map(str, extra))}"
-                f"{', ...' if len(tok) - vocab > 3 else ''}): a prompt holding their text would index nothing",
-            )
+        return Check(
+            "vocabulary",
+            WARN,
+            f"{len(tok) - vocab} added token(s) past the model's {vocab} embeddings ({', '.join(map(str, extra))}"
+            f"{', ...' if len(tok) - vocab > 3 else ''}): a prompt holding their text would index nothing",
         )
-    elif isinstance(vocab, int):
-        out.append(Check("vocabulary", PASS, f"{len(tok)} tokenizer tokens within the model's {vocab}"))
-    if probe_server:
-        out.append(_check_served_tokens(cfg, s))
-    return out
+    if isinstance(vocab, int):
+        return Check("vocabulary", PASS, f"{len(tok)} tokenizer tokens within the model's {vocab}")
+    return None
 
 
 def _check_served_tokens(cfg, s: _Setup) -> Check:

@@ -6,7 +6,7 @@
 
 A unit is a whole checkpoint's pending work, or (sharded, harness.pipeline.jobs.split_job) one sample
 range of one (checkpoint, task, length). Each engine is built once per worker by the
-`make_engine` callable (harness.pipeline.jobs.JobEngine), keeps its loaded model between units, and the
+`make_engine` callable (harness.pipeline.engine.JobEngine), keeps its loaded model between units, and the
 driver sends it units of the checkpoint it already holds while there are any (checkpoint
 affinity); an engine without such work takes the checkpoint that the fewest engines hold and that
 has the most samples left. `RunStats.loads` counts the model loads a run performed.

@@ -247,6 +247,12 @@ def format_table(results: dict) -> str:
             f"warning: {results['conflicting_records']} record(s) share an identity with an earlier record but hold "
             "another prediction or score (a hand-edited or merged store): the first written of each is used"
         )
+    if results.get("inconsistent_records"):
+        bad = results["inconsistent_records"]
+        lines.append(
+            f"warning: {bad['count']} record(s) contradict themselves (a hand-edited store) and are left out of "
+            "every average: " + "; ".join(f"{n} x {why}" for why, n in bad["reasons"].items())
+        )
     for name, suite in results.get("suites", {}).items():
         lines.append("")
         lines += _suite_block(name, suite, num_ckpts)

@@ -144,59 +144,74 @@ def _array_elements(f: IO[bytes], digest: Any) -> Iterator[Any]:
     digest.update(first)
     if json.detect_encoding(first) != "utf-8":
         raise _NotStreamable
-    utf8 = codecs.getincrementaldecoder("utf-8")("surrogatepass")  # as json.loads(bytes) decodes
-    decoder = json.JSONDecoder()
-    eof = not first
-    buf, pos = utf8.decode(first, final=eof), 0
+    text = _ChunkedText(f, digest, first)
+    text.skip_ws()
+    if text.peek() != "[":
+        raise _NotStreamable
+    text.pos += 1
+    text.skip_ws()
+    if text.peek() == "]":
+        text.pos += 1
+    else:
+        yield from _elements(text)
+    text.skip_ws()
+    if text.pos != len(text.buf):
+        raise ValueError("extra data")
 
-    def fill() -> bool:
+
+def _elements(text: _ChunkedText) -> Iterator[Any]:
+    """The array's elements from the first one on, through its closing bracket."""
+    decoder = json.JSONDecoder()
+    while True:
+        try:
+            obj, end = decoder.raw_decode(text.buf, text.pos)
+        except json.JSONDecodeError:
+            if text.fill():
+                continue  # the element runs past the chunk
+            raise
+        if _DELIM.search(text.buf, end) is None and text.fill():
+            # no delimiter after the value yet: a number ("-2." of "-2.5e-07") may go on in the next chunk
+            continue
+        text.pos = end
+        yield obj
+        text.skip_ws()
+        if text.peek() == "]":
+            text.pos += 1
+            return
+        if text.peek() != ",":
+            raise ValueError("expecting ',' delimiter")
+        text.pos += 1
+        text.skip_ws()
+
+
+class _ChunkedText:
+    """The decoded text of a file read _CHUNK bytes at a time: `buf` holds what is not consumed yet
+    (before `pos`: consumed), a chunk is appended when a value runs past its end."""
+
+    def __init__(self, f: IO[bytes], digest: Any, first: bytes):
+        self.f, self.digest = f, digest
+        self.utf8 = codecs.getincrementaldecoder("utf-8")("surrogatepass")  # as json.loads(bytes) decodes
+        self.eof = not first
+        self.buf, self.pos = self.utf8.decode(first, final=self.eof), 0
+
+    def fill(self) -> bool:
         """Append the next chunk (dropping what is consumed); False at the end of the file."""
-        nonlocal buf, pos, eof
-        if eof:
+        if self.eof:
             return False
-        chunk = f.read(_CHUNK)
-        digest.update(chunk)
-        eof = not chunk
-        buf, pos = buf[pos:] + utf8.decode(chunk, final=eof), 0
+        chunk = self.f.read(_CHUNK)
+        self.digest.update(chunk)
+        self.eof = not chunk
+        self.buf, self.pos = self.buf[self.pos :] + self.utf8.decode(chunk, final=self.eof), 0
         return True
 
-    def skip_ws() -> None:
-        nonlocal pos
-        pos = _ws_end(buf, pos)
-        while pos == len(buf) and fill():
-            pos = _ws_end(buf, pos)
+    def skip_ws(self) -> None:
+        self.pos = _ws_end(self.buf, self.pos)
+        while self.pos == len(self.buf) and self.fill():
+            self.pos = _ws_end(self.buf, self.pos)
 
-    skip_ws()
-    if buf[pos : pos + 1] != "[":
-        raise _NotStreamable
-    pos += 1
-    skip_ws()
-    if buf[pos : pos + 1] == "]":
-        pos += 1
-    else:
-        while True:
-            try:
-                obj, end = decoder.raw_decode(buf, pos)
-            except json.JSONDecodeError:
-                if fill():
-                    continue  # the element runs past the chunk
-                raise
-            if _DELIM.search(buf, end) is None and fill():
-                # no delimiter after the value yet: a number ("-2." of "-2.5e-07") may go on in the next chunk
-                continue
-            pos = end
-            yield obj
-            skip_ws()
-            if buf[pos : pos + 1] == "]":
-                pos += 1
-                break
-            if buf[pos : pos + 1] != ",":
-                raise ValueError("expecting ',' delimiter")
-            pos += 1
-            skip_ws()
-    skip_ws()
-    if pos != len(buf):
-        raise ValueError("extra data")
+    def peek(self) -> str:
+        """The next character ("" at the end of the text)."""
+        return self.buf[self.pos : self.pos + 1]
 
 
 def _hotpotqa_streamed(path: Path) -> tuple[list[dict], list[str], str] | None:

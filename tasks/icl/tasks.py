@@ -241,7 +241,7 @@ def _make(dataset: str, natural: bool) -> type[ICLTask]:
             "name": name,
             "dataset": dataset,
             "natural": natural,
-            "family": "icl-natural" if natural else "icl",  # reported as its own suite (harness/pipeline/evaluate.py)
+            "family": "icl-natural" if natural else "icl",  # reported as its own suite (harness/pipeline/results.py)
             "__doc__": f"HELMET ICL {dataset}, {'natural labels' if natural else 'labels mapped to random integers'}",
         },
     )

@@ -258,31 +258,12 @@ def fit(
     even the smallest haystack overflows.
     """
     budget = length - max_new_tokens
+    seen: dict[int, tuple[int, str, str]] = {}  # unit count -> (tokens, input, answer_prefix)
+    offset, hint = _calibrate(plan, counter, length, max_new_tokens, what, seen)
     n0 = plan.min_units
-    inp, pre = plan.render(n0)
-    t0 = counter.count(inp + pre)
-    if t0 > budget:
-        raise UserError(
-            f"{what}: length {length} is below the task's fixed parts ({t0} prompt tokens + "
-            f"{max_new_tokens} to generate); use a length of at least {t0 + max_new_tokens}"
-        )
-    seen: dict[int, tuple[int, str, str]] = {n0: (t0, inp, pre)}
-    offset = t0 - float(plan.model(np.array([n0]))[0])
-    hint = plan.guess(budget - t0) if hasattr(plan, "guess") else n0 + 1
-    n_cal = plan.calibration_units(hint) if hasattr(plan, "calibration_units") else n0
-    if n_cal > n0:
-        # the smallest haystack can differ in shape from a long one (needles side by side in an
-        # essay); a mid-sized render teaches the fixed part for a small fraction of a full pass
-        inp, pre = plan.render(n_cal)
-        t_cal = counter.count(inp + pre)
-        seen[n_cal] = (t_cal, inp, pre)
-        offset = t_cal - float(plan.model(np.array([n_cal]))[0])
     n = _solve(plan, offset, budget, max(hint, n0 + 1))
     for _ in range(max_rounds):
-        if n not in seen:
-            inp, pre = plan.render(n)
-            seen[n] = (counter.count(inp + pre), inp, pre)
-        t, inp, pre = seen[n]
+        t, inp, pre = _measured(plan, counter, n, seen)
         offset = t - float(plan.model(np.array([n]))[0])
         if t <= budget:
             at_cap = plan.max_units is not None and n >= plan.max_units
@@ -297,16 +278,50 @@ def fit(
             new = _solve(plan, offset, budget, n)
             n = min(new, n - 1)
             n = max(n, plan.min_units)
-    # the model keeps missing (a tokenizer that is far from additive): walk one unit at a time
+    return _walk_up(plan, counter, budget, seen)
+
+
+def _measured(plan: Plan, counter: Counter, n: int, seen: dict) -> tuple[int, str, str]:
+    """(tokens, input, answer_prefix) with n units, rendered and counted once."""
+    if n not in seen:
+        inp, pre = plan.render(n)
+        seen[n] = (counter.count(inp + pre), inp, pre)
+    return seen[n]
+
+
+def _calibrate(
+    plan: Plan, counter: Counter, length: int, max_new_tokens: int, what: str, seen: dict
+) -> tuple[float, int]:
+    """(offset, hint): the prompt's tokens beyond what the plan's model predicts for its haystack,
+    learnt from the smallest render (or a mid-sized one), and the plan's first guess of n."""
+    budget = length - max_new_tokens
+    n0 = plan.min_units
+    t0, _, _ = _measured(plan, counter, n0, seen)
+    if t0 > budget:
+        raise UserError(
+            f"{what}: length {length} is below the task's fixed parts ({t0} prompt tokens + "
+            f"{max_new_tokens} to generate); use a length of at least {t0 + max_new_tokens}"
+        )
+    offset = t0 - float(plan.model(np.array([n0]))[0])
+    hint = plan.guess(budget - t0) if hasattr(plan, "guess") else n0 + 1
+    n_cal = plan.calibration_units(hint) if hasattr(plan, "calibration_units") else n0
+    if n_cal > n0:
+        # the smallest haystack can differ in shape from a long one (needles side by side in an
+        # essay); a mid-sized render teaches the fixed part for a small fraction of a full pass
+        t_cal, _, _ = _measured(plan, counter, n_cal, seen)
+        offset = t_cal - float(plan.model(np.array([n_cal]))[0])
+    return offset, hint
+
+
+def _walk_up(plan: Plan, counter: Counter, budget: int, seen: dict) -> tuple[int, str, str, int]:
+    """The model keeps missing (a tokenizer that is far from additive): from the largest count seen
+    to fit, walk up one unit at a time."""
     fitting = [k for k, v in seen.items() if v[0] <= budget]
     n = max(fitting)
     while True:
         if plan.max_units is not None and n >= plan.max_units:
             break
-        if n + 1 not in seen:
-            inp, pre = plan.render(n + 1)
-            seen[n + 1] = (counter.count(inp + pre), inp, pre)
-        if seen[n + 1][0] > budget:
+        if _measured(plan, counter, n + 1, seen)[0] > budget:
             break
         n += 1
     t, inp, pre = seen[n]

@@ -143,3 +143,17 @@ def test_eval_on_a_full_disk_keeps_every_finished_sample(tmpfs, two_ckpts, capsy
     assert code == 0, err
     lines = (out / "samples.jsonl").read_bytes()
     assert lines.startswith(store) and len(lines.splitlines()) == 1 + 2 * 4
+
+
+def test_diagnose_on_a_full_disk_stops_before_loading_a_model(tmpfs, tiny_llama_dir, capsys, monkeypatch):
+    """`diagnose rope` measures for minutes before it writes its report: on a disk without room for
+    it, it stops first, in the same one line, with no progress bar before it and no model loaded."""
+    from harness.commands import diagnose
+
+    monkeypatch.setattr(diagnose, "_load_model", lambda *a, **k: pytest.fail("a model was loaded"))
+    _fill(tmpfs)
+    out = tmpfs / "diag"
+    argv = ["diagnose", "rope", "--ckpt", str(tiny_llama_dir), "--seq-len", "128", "--num-samples", "1"]
+    code, err = _run(argv + ["--logit-lengths", "64", "--text", "corpus", "--device", "cpu", "--out", str(out)], capsys)
+    _one_line_disk_full(code, err, out / "rope_diagnostic.json")
+    assert not out.exists()

@@ -48,7 +48,7 @@ def test_tokenizer_is_deterministic(tmp_path, demo_tok_dir):
 def test_every_demo_task_fits_at_1k(tmp_path, demo_tok_dir):
     """With this tokenizer the demo's four tasks have a 1K sample (vt's fixed part needs ~1.7K bytes)."""
     from harness.cli import main
-    from harness.demo import DEFAULT_TASKS
+    from harness.demo.config import DEFAULT_TASKS
 
     rc = main(
         [

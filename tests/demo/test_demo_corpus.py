@@ -97,7 +97,7 @@ def test_cli_writes_and_prints_hash(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def demo_tokenizer():
-    from harness.demo import DEFAULT_MODEL
+    from harness.demo.config import DEFAULT_MODEL
     from harness.models.tokenization import load_tokenizer
 
     return load_tokenizer(str(DEFAULT_MODEL))

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from harness.cli import main
-from harness.demo import DEFAULT_MODEL
+from harness.demo.config import DEFAULT_MODEL
 
 REDUCED = [
     "--window",
@@ -137,7 +137,7 @@ def test_demo_from_the_shipped_base_scores_above_zero(demo_run):
 
 
 def test_missing_shipped_base_names_the_fix(tmp_path, capsys, monkeypatch):
-    from harness import demo
+    from harness.demo import model as demo  # where the base model is checked
 
     monkeypatch.setattr(demo, "DEFAULT_MODEL", tmp_path / "assets" / "demo-base")
     assert main(["demo", "--out", str(tmp_path / "out"), "--model", str(tmp_path / "assets" / "demo-base")]) == 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness import demo
+from harness.demo import model as demo  # the demo's base-model handling
 
 
 def test_gguf_or_packaged_model_is_converted_once_and_reused(tmp_path, monkeypatch):

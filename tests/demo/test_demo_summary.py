@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from harness.demo import _summary
+from harness.demo.summary import _summary
 from tests.leaderboard.paired_fixtures import write_paired
 
 
@@ -43,7 +43,7 @@ def _loaded(tmp_path):
 
 
 def test_verdict_says_win_loss_or_tie_plainly(tmp_path):
-    from harness.demo import _delta_cells, verdict
+    from harness.demo.summary import _delta_cells, verdict
 
     loaded, lengths, labels = _loaded(tmp_path), [1024, 2048], ["1K", "2K", "Avg"]
     win = verdict("anchor", "full", _delta_cells(loaded["anchor"], loaded["full"], lengths), labels)
@@ -63,7 +63,8 @@ def _stats(share: float):
 
 
 def test_caveats_name_dtype_long_document_share_and_scale(tmp_path):
-    from harness.demo import DemoConfig, _caveats, _delta_cells
+    from harness.demo.config import DemoConfig
+    from harness.demo.summary import _caveats, _delta_cells
 
     loaded = _loaded(tmp_path)
     win = _delta_cells(loaded["anchor"], loaded["full"], [1024, 2048])
@@ -84,7 +85,8 @@ def test_caveats_name_dtype_long_document_share_and_scale(tmp_path):
 
 
 def test_caveats_give_the_known_reasons_when_anchor_does_not_win(tmp_path):
-    from harness.demo import DemoConfig, _caveats, _delta_cells
+    from harness.demo.config import DemoConfig
+    from harness.demo.summary import _caveats, _delta_cells
 
     loaded = _loaded(tmp_path)
     loss = _delta_cells(loaded["full"], loaded["anchor"], [1024, 2048])  # a significant loss
@@ -102,7 +104,7 @@ def test_caveats_give_the_known_reasons_when_anchor_does_not_win(tmp_path):
 
 
 def test_rope_table_prints_each_run_and_dtype(tmp_path):
-    from harness.demo import _rope_table
+    from harness.demo.rope import _rope_table
 
     def run(name, dtype, d, tokens, ckpt):
         return {
@@ -167,7 +169,8 @@ def _rope_runs(shares: list[float], ratio: float, model: str):
 
 
 def test_rope_caveat_reports_both_findings_plainly():
-    from harness.demo import DEFAULT_MODEL, DemoConfig, rope_caveat
+    from harness.demo.config import DEFAULT_MODEL, DemoConfig
+    from harness.demo.rope import rope_caveat
 
     low = rope_caveat(DemoConfig(), _rope_runs([0.01, 0.004], 7000, "m"))
     assert low.startswith(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.demo import DEFAULT_MODEL
+from harness.demo.config import DEFAULT_MODEL
 from training import demo_base
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "pretrain_demo_base.sh"

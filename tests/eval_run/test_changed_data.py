@@ -48,7 +48,7 @@ def test_changed_essays_are_recomputed_and_never_mixed(ckpt_series, tmp_path, mo
     assert cell["num_samples"] == 2  # the new content's two records, not four
 
     # re-aggregating the store takes the latest content only
-    from harness.pipeline.aggregate import results_from_store
+    from harness.pipeline.reaggregate import results_from_store
 
     again = results_from_store(out / "samples.jsonl")
     block = again["suites"]["custom"]["samples"]["niah_single_2"]["1024"]

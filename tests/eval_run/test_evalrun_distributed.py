@@ -270,7 +270,7 @@ def test_engine_without_the_store_path_is_one_line_error(ray, tmp_path):
     """An engine that cannot read the driver's probe (another node without the shared path) stops
     the run before any work, with one line naming the problem and the fix."""
     from harness.core.errors import UserError
-    from harness.pipeline.jobs import JobEngine
+    from harness.pipeline.engine import JobEngine
     from harness.pipeline.parallel import HarnessEngine, ProgressBoard, check_engines_see
 
     ray.init(num_cpus=1, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": _env()["PYTHONPATH"]}})

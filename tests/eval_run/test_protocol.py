@@ -129,7 +129,7 @@ def test_chat_policy_and_reference_system_turn_per_task(ckpt_series, tmp_path):
     exact = prompts("exact-length")
     assert exact["toy_ref"].prompt.startswith("<|user|>")  # no system turn: the reference's is not used
     # a reference task that is wrapped gets its reference's system turn unless --system-prompt says
-    from harness.pipeline.evaluate import _system_prompt
+    from harness.pipeline.sample_plan import _system_prompt
     from tasks.registry import get_task
 
     task = get_task("toy_ref")

@@ -186,7 +186,7 @@ def test_openai_sends_the_fields_only_when_set(tiny_llama_dir):
 
 
 def test_the_eval_loop_fills_requests_from_the_sample(tiny_llama_dir, tmp_path, monkeypatch):
-    """harness/pipeline/jobs.py builds samsum's requests (reference protocol) with pred.py's stop rule from the
+    """harness/pipeline/engine.py builds samsum's requests (reference protocol) with pred.py's stop rule from the
     sample's metadata (tasks/longbench/tasks.py), and every other task's without it."""
     import shutil
 

@@ -9,7 +9,8 @@ import statistics
 import pytest
 
 from harness.core.errors import UserError
-from leaderboards.build import build, effective_length, load_runs
+from leaderboards.build import build, load_runs
+from leaderboards.cells import effective_length
 
 from .conftest import LENGTHS, RULER_TASKS, STEPS, XSS
 

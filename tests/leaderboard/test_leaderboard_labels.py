@@ -13,9 +13,10 @@ import json
 import pytest
 
 from harness.core.errors import UserError
-from leaderboards.build import build, row_identity
+from leaderboards.build import build
 from leaderboards.diagnostic import deviation, first_token_share, load_rope_diagnostic, rope_section
 from leaderboards.labels import path_label, suite_label
+from leaderboards.rows import row_identity
 
 from .conftest import STEPS, make_run, suite_from_raw
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.pipeline.evaluate import _family
+from harness.pipeline.results import _family
 from leaderboards.labels import lower_is_better, suite_label, suite_rank
 from tasks import registry
 

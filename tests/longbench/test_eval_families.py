@@ -182,7 +182,8 @@ def test_samples_default_all_items_for_fixed_datasets_500_for_length_controlled(
     --samples N caps every task."""
     from harness.cli import build_parser
     from harness.commands.eval import config_from_args
-    from harness.pipeline.evaluate import DEFAULT_SAMPLES, _num_samples, plan_eval
+    from harness.pipeline.evaluate import DEFAULT_SAMPLES, plan_eval
+    from harness.pipeline.sample_plan import _num_samples
 
     def planned(*flags):
         args = build_parser().parse_args(
@@ -226,7 +227,7 @@ def test_paper_suite_reports_families_with_length_control():
     from types import SimpleNamespace
 
     from harness.pipeline.aggregate import aggregate
-    from harness.pipeline.evaluate import _report_suites
+    from harness.pipeline.results import _report_suites
     from tasks.registry import all_suites, get_task
 
     names = all_suites()["paper"]

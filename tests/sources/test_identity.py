@@ -104,7 +104,7 @@ def _check_changed(out: Path, key: str, value, before: int) -> None:
     with pytest.raises(AssertionError):
         check_claims(records[:before], results["provenance"])  # the old records would contradict it
     # `harness report samples.jsonl` re-aggregates the last-written settings only
-    from harness.pipeline.aggregate import results_from_store
+    from harness.pipeline.reaggregate import results_from_store
 
     again = results_from_store(out / "samples.jsonl")
     assert again["suites"]["custom"]["per_task"]["vt"]["1024"]["num_samples"] == 2

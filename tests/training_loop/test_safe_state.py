@@ -118,7 +118,7 @@ def test_rng_streams_round_trip_exactly_through_a_safe_load(tmp_path):
     import numpy as np
     import torch
 
-    from training.checkpointing import rng_state, set_rng_state
+    from training.rng_streams import rng_state, set_rng_state
 
     random.seed(7)
     np.random.seed(7)

@@ -50,7 +50,7 @@ def _check_records(records: list[dict]) -> None:
 
 
 def _consume(path: str) -> None:
-    from harness.pipeline.aggregate import results_from_store
+    from harness.pipeline.reaggregate import results_from_store
     from harness.pipeline.table import format_table
     from tasks.registry import all_suites
 
