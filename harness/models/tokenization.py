@@ -37,6 +37,8 @@ def load_tokenizer(name_or_path: str, fix: str = _PASS_TOKENIZER):
         os.sep in name_or_path and not name_or_path.count("/") == 1 or name_or_path.startswith((".", "~"))
     ):
         raise UserError(f"tokenizer not found: {name_or_path} is not a directory; {fix}")
+    if local:
+        _check_model_type(name_or_path)
     unreachable = None if local else _hub_unreachable()
     try:
         # A hub name with the hub out of reach reads the hub cache only: huggingface_hub would retry
@@ -55,6 +57,29 @@ def load_tokenizer(name_or_path: str, fix: str = _PASS_TOKENIZER):
             f"tokenizer {name_or_path!r} has no fast (Rust) version; the length rule needs a fast tokenizer"
         )
     return tok
+
+
+def _check_model_type(folder: str) -> None:
+    """A config.json model_type this transformers does not know is one line now: AutoTokenizer
+    would print transformers' "You are using a model of type ..." warning on every load (three
+    times in an eval) before the model load fails. Custom code (auto_map) is left to transformers."""
+    path = os.path.join(folder, "config.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return  # no config, or a damaged one: the model checks name it
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    if not isinstance(model_type, str) or not model_type or "auto_map" in config:
+        return
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    if model_type not in CONFIG_MAPPING_NAMES:
+        raise UserError(
+            f"{path}: model_type {model_type!r} is not a model type transformers {transformers.__version__} "
+            "knows: fix model_type, or upgrade transformers if the model is newer than it"
+        )
 
 
 def _hub_unreachable() -> str | None:

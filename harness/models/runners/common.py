@@ -302,8 +302,15 @@ def model_stop_ids(model: str, tokenizer_eos) -> list[int] | None:
         try:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
-        except (OSError, ValueError):  # unreadable: the loader reports a bad config.json
-            continue
+        except (OSError, ValueError) as exc:
+            if name == "config.json":
+                continue  # the loader reports a bad config.json, naming it
+            # transformers drops a damaged generation_config.json with a warning and generates with
+            # defaults: its stop ids (Llama-3's <|eot_id|>) would be lost and every answer run on
+            raise UserError(
+                f"{path} cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}): "
+                "it names the model's stop tokens; fix it, or delete it to stop at the tokenizer's EOS only"
+            ) from None
         if isinstance(data, dict):
             fields.append(data.get("eos_token_id"))
     ids = stop_token_ids(tokenizer_eos, *fields)
