@@ -243,8 +243,8 @@ def _resolve_tasks(cfg: EvalConfig):
     else:
         # --tasks picks the tasks; the records carry --suite's name only when every task is in it
         # (a record of suite X whose task X lacks contradicts itself: harness/pipeline/record_checks.py)
-        in_suite = cfg.suite in all_suites() and set(names) <= set(all_suites()[cfg.suite])
-        label = cfg.suite if in_suite else "custom"
+        suite = cfg.suite if cfg.suite in all_suites() else None
+        label = suite if suite is not None and set(names) <= set(all_suites()[suite]) else "custom"
         full = list(names) + [t for t in cfg.exclude if t not in names]
     tasks, unavailable = [], {}
     for n in names:
