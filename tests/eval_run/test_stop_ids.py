@@ -9,6 +9,7 @@ import shutil
 import pytest
 import torch
 
+from harness.core.errors import UserError
 from harness.models.runners.base import GenerationRequest, RunnerSettings
 from harness.models.runners.common import model_stop_ids, stop_token_ids
 
@@ -28,6 +29,9 @@ def test_model_stop_ids_of_a_folder(tmp_path):
     (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": [2, 7]}))
     assert model_stop_ids(str(tmp_path), 9) == [2, 7, 9]
     (tmp_path / "generation_config.json").write_text("{not json")
+    with pytest.raises(UserError, match="generation_config.json cannot be read .*stop tokens"):
+        model_stop_ids(str(tmp_path), 9)  # never silently without its stop ids
+    (tmp_path / "generation_config.json").unlink()
     assert model_stop_ids(str(tmp_path), 9) == [2, 9]
     assert model_stop_ids(str(tmp_path / "model.gguf"), 9) is None
     assert model_stop_ids("no-such-org/no-such-model@main", 9) is None  # not in the hub cache: not fetched
