@@ -316,11 +316,13 @@ def _runner_rows(rows: Rows, runner, groups: dict[int, list], cuda: bool) -> Non
 
 
 def _decode_width_rows(rows: Rows, runner, groups: dict[int, list], cuda: bool) -> None:
-    """Generated tokens/s of the engine's fixed-width decoding (DECODE_ROWS) against one row, at the
-    shortest and a long length of the runner rows (benchmarks/decode_width.py, which chose the width)."""
+    """Generated tokens/s of the engine's fixed-width decoding (DECODE_ROWS rows, one attention call
+    per layer) against one row, and against the same width attending row by row (`per-row`, the
+    engine before issue 37), at the shortest and a long length of the runner rows
+    (benchmarks/decode_width.py, which chose the width)."""
     from decode_width import time_widths
 
-    from harness.models.runners.common import DECODE_ROWS, prompt_ids
+    from harness.models.runners.common import DECODE_ATTENTION, DECODE_ROWS, prompt_ids
 
     if runner.engine is None:
         rows.add("runner", "decode width", "", f"skipped: no prefix engine ({runner.unsupported})")
@@ -330,15 +332,18 @@ def _decode_width_rows(rows: Rows, runner, groups: dict[int, list], cuda: bool) 
         if rows.over("runner", f"decode width 1 vs {DECODE_ROWS}, L={length}"):
             return
         ids = list(prompt_ids(runner.tokenizer, groups[length][0].prompt))
-        (_, one), (_, many) = time_widths(runner, ids, [1, DECODE_ROWS], steps=16 if cuda else 4)
-        # The step times and layer count: the engine calls attention once per row and layer, which a GPU
-        # runs launch-bound (SmolLM2's 30 layers, 8 rows: ~39 ms a step on an H200, RESULTS.md).
+        steps = 16 if cuda else 4
+        (_, one), (_, many) = time_widths(runner, ids, [1, DECODE_ROWS], steps=steps, kernel=DECODE_ATTENTION)
+        ((_, per_row),) = time_widths(runner, ids, [DECODE_ROWS], steps=steps, kernel="per-row")
+        # The per-row kernel calls attention once per row and layer, which a GPU runs launch-bound
+        # (SmolLM2's 30 layers, 8 rows: ~39 ms a step on an H200, RESULTS.md); the engine once per layer.
         layers = runner.model.config.get_text_config().num_hidden_layers
         rows.add(
             "runner",
             f"decode width 1 vs {DECODE_ROWS}, L={length}",
             f"{1 / one:,.0f} vs {DECODE_ROWS / many:,.0f} tok/s = x{one * DECODE_ROWS / many:.2f}; "
-            f"{1000 * one:.1f} / {1000 * many:.1f} ms a step, {layers} layers",
+            f"{1000 * one:.1f} / {1000 * many:.1f} ms a step, {layers} layers; "
+            f"per-row attention at {DECODE_ROWS}: {1000 * per_row:.1f} ms a step (one call per layer x{per_row / many:.2f})",
             "measured",
         )
 
@@ -458,6 +463,45 @@ def section_sweep(args, rows: Rows) -> None:
             runner.close()
 
 
+def padding_invariance(device, heads: int = 32, kv_heads: int = 8, dim: int = 128, seed: int = 0) -> dict:
+    """The decoding rows' kernel on this device: 8 rows of 1-20,000 keys (Llama-3.1-8B's heads, bf16)
+    in one padded call (`sdpa-padded-512`, every row's keys padded to the longest's block) against
+    each row alone padded to its own block (`per-row-padded-512`) and against each row on exactly its
+    keys (`per-row`, the engine before issue 37). A row's bits depend on nothing but the row when the
+    first two are equal (harness/models/runners/rowcache.py; on CUDA SDPA takes the mask to another
+    kernel than on CPU, which only a GPU run shows)."""
+    import torch
+
+    from harness.models.runners.decode import KERNELS
+    from harness.models.runners.kvcache import round_up
+    from harness.models.runners.rowcache import StepKeys
+
+    lengths = [1, 37, 512, 513, 1500, 4097, 9000, 20000]
+    span = round_up(max(lengths))
+    g = torch.Generator(device="cpu").manual_seed(seed)
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=g).to(device=device, dtype=torch.bfloat16)
+
+    q = rand(len(lengths), heads, 1, dim)
+    k, v = rand(len(lengths), kv_heads, span, dim), rand(len(lengths), kv_heads, span, dim)
+    keep = torch.arange(span)[None, :] < torch.tensor(lengths)[:, None]
+    mask = torch.zeros(keep.shape).masked_fill_(~keep, float("-inf"))[:, None, None, :]
+    mask = mask.to(device=device, dtype=torch.bfloat16)
+    outs = {}
+    with torch.inference_mode():
+        for name in ("sdpa-padded-512", "per-row-padded-512", "per-row"):
+            keys, values = StepKeys(k, mask, lengths, name), StepKeys(v, mask, lengths, name)
+            outs[name] = KERNELS[name](q, keys, values, dim**-0.5).float()
+    batched = outs["sdpa-padded-512"]
+    same = [bool(torch.equal(batched[r], outs["per-row-padded-512"][r])) for r in range(len(lengths))]
+    return {
+        "rows": len(lengths),
+        "same_bits": sum(same),
+        "max_diff_vs_exact": float((batched - outs["per-row"]).abs().max()),
+    }
+
+
 def _sweep_rows(rows: Rows, runner, pack, shape, target: bool) -> None:
     """The sweep's rows once the runner is loaded: FLOPs and peak, each task, the projection."""
     import torch
@@ -479,6 +523,13 @@ def _sweep_rows(rows: Rows, runner, pack, shape, target: bool) -> None:
     )
     peak = matmul_peak(torch.bfloat16, n=8192 if cuda else 1024, seconds=1.0, device=runner.device)
     rows.add("sweep", "bf16 matmul peak, this device", _flops(peak), "measured")
+    inv = padding_invariance(runner.device)
+    rows.add(
+        "sweep",
+        "decoding rows in one call = each row alone (8B heads, bf16, 1-20,000 keys)",
+        f"{inv['same_bits']}/{inv['rows']} rows the same bits; max abs diff vs exact-length keys {inv['max_diff_vs_exact']:.2g}",
+        "ok" if inv["same_bits"] == inv["rows"] else "FAIL",
+    )
     timings: dict[str, TaskTiming] = {}
     skipped: list[str] = []
     for name in measure_order(pack.samples):

@@ -62,6 +62,12 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=25)
     ap.add_argument("--padded-batch", type=int, default=0, help="also compare left-padded batches of N")
     ap.add_argument("--threads", type=int)
+    ap.add_argument(
+        "--kernels",
+        default="",
+        help="the decoding rows' attention kernels to run the engine with, comma-separated "
+        "(decode.KERNELS; default: the engine's own); each gets its own agreement column",
+    )
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -79,19 +85,28 @@ def main() -> None:
     runner = HFRunner(args.model, RunnerSettings(backend="hf", dtype=args.dtype))
     tok, model = runner.tokenizer, runner.model
     grid = runner.engine.chunk if runner.engine else f"none ({runner.unsupported})"
+    kernels = split_csv(args.kernels) or [runner.engine.kernel if runner.engine else "none"]
     print(f"model {args.model} · {args.dtype} · threads {torch.get_num_threads()} · grid {grid}")
+    if len(kernels) > 1:
+        print(f"engine columns, in order: {', '.join(kernels)} (the decoding rows' attention)")
     print(f"{'task':<16} {'len':>4} {'n':>3} {'same as 1-row generate':>22} {'score eng/plain':>15}" + (
         f" {'same as padded':>14}" if args.padded_batch else ""
     ))  # fmt: skip
-    total = [0, 0, 0]
+    agree = dict.fromkeys(kernels, 0)
+    n_total = 0
     for L in parse_lengths(args.lengths):
         for name in split_csv(args.tasks):
             task = get_task(name)
             samples = generate_samples(task, L, range(args.samples), tok)
             reqs = [GenerationRequest(s.prompt, s.max_new_tokens) for s in samples]
-            t = time.perf_counter()
-            got = runner.generate(reqs)
-            t_eng = time.perf_counter() - t
+            outs, t_eng = {}, {}
+            for kernel in kernels:
+                if runner.engine is not None:
+                    runner.engine.kernel = kernel
+                t = time.perf_counter()
+                outs[kernel] = runner.generate(reqs)
+                t_eng[kernel] = time.perf_counter() - t
+            got = outs[kernels[0]]
             ids = [prompt_ids(tok, r.prompt) for r in reqs]
             max_new = samples[0].max_new_tokens
             t = time.perf_counter()
@@ -100,21 +115,24 @@ def main() -> None:
                 for x in plain(model, tok, runner.stop_ids, runner.pad_id, ids, max_new, 1)
             ]
             t_ref = time.perf_counter() - t
-            same = sum(a == b for a, b in zip(got, ref))
-            s_eng = sum(float(task.score(p, s)) for p, s in zip(got, samples))
+            same = {k: sum(a == b for a, b in zip(outs[k], ref)) for k in kernels}
+            s_eng = "/".join(f"{sum(float(task.score(p, s)) for p, s in zip(outs[k], samples)):.1f}" for k in kernels)
             s_ref = sum(float(task.score(str(p), s)) for p, s in zip(ref, samples))
-            line = (
-                f"{name:<16} {format_length(L):>4} {len(reqs):>3} {same:>15}/{len(reqs):<6} {s_eng:>7.1f}/{s_ref:<7.1f}"
-            )
+            same_text = " ".join(f"{same[k]}/{len(reqs)}" for k in kernels)
+            line = f"{name:<16} {format_length(L):>4} {len(reqs):>3} {same_text:>22} {s_eng:>7}/{s_ref:<7.1f}"
             if args.padded_batch:
                 pad = [
                     tok.decode(x, skip_special_tokens=True)
                     for x in plain(model, tok, runner.stop_ids, runner.pad_id, ids, max_new, args.padded_batch)
                 ]
                 line += f" {sum(a == b for a, b in zip(got, pad)):>10}/{len(reqs):<3}"
-            print(line + f"   (engine {t_eng:.0f} s, 1-row generate {t_ref:.0f} s)", flush=True)
-            total = [total[0] + same, total[1] + len(reqs), total[2]]
-    print(f"agreement: {total[0]}/{total[1]} = {100 * total[0] / max(1, total[1]):.1f}%")
+            engine_s = "/".join(f"{t_eng[k]:.0f}" for k in kernels)
+            print(line + f"   (engine {engine_s} s, 1-row generate {t_ref:.0f} s)", flush=True)
+            agree = {k: agree[k] + same[k] for k in kernels}
+            n_total += len(reqs)
+    for k in kernels:
+        label = f" ({k})" if len(kernels) > 1 else ""
+        print(f"agreement{label}: {agree[k]}/{n_total} = {100 * agree[k] / max(1, n_total):.1f}%")
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 

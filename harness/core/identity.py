@@ -76,6 +76,7 @@ _CLAIMS = {
     "template": lambda s: s.get("template"),
     "tokenizer": lambda s: s.get("tokenizer"),
     "decode_rows": lambda s: s.get("decode_rows"),
+    "decode_attention": lambda s: s.get("decode_attention"),
     "chat_template": lambda s: s.get("chat_template"),
     "tensor_parallel_size": lambda s: s.get("tensor_parallel_size") or 1,
     "answer_prefix": lambda s: _options(s).get("answer_prefix", True),

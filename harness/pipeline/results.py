@@ -23,7 +23,17 @@ MIDDLE_TRUNCATION_FAMILIES = {"longbench", "longbench-v2", "longbench-v2-cot"}
 
 # What the records were computed with, as the plan keyed them: provenance states these as they are
 # in the record settings (one value: every model source of a run shares them)
-_CLAIMED = ("backend", "dtype", "batch_size", "rope_theta", "rope_scaling", "template", "tokenizer", "decode_rows")
+_CLAIMED = (
+    "backend",
+    "dtype",
+    "batch_size",
+    "rope_theta",
+    "rope_scaling",
+    "template",
+    "tokenizer",
+    "decode_rows",
+    "decode_attention",
+)
 
 
 def build_results(plan: Plan) -> dict:

@@ -105,7 +105,8 @@ def test_synthetic_runner_and_bad_section(capsys):
             if ln.startswith(f"row: runner | decode width 1 vs {DECODE_ROWS}, L={length} |")
         )
         assert " tok/s = x" in line and line.endswith("| measured")
-        assert " ms a step, 2 layers |" in line  # the --small model's layers: the per-layer cost is readable
+        assert " ms a step, 2 layers; " in line  # the --small model's layers: the per-layer cost is readable
+        assert f"per-row attention at {DECODE_ROWS}: " in line and "(one call per layer x" in line
     assert gpu_check.main(["--sections", "runner", "--model", "x"]) == 0
     assert "skipped: give both --model and --samples" in capsys.readouterr().out
     with pytest.raises(UserError, match="unknown section"):

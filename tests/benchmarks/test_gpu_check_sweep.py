@@ -95,6 +95,8 @@ def test_sweep_small_end_to_end(pack, monkeypatch, capsys):
     build = next(r for k, r in sweep.items() if k.startswith("small Llama-3 shape random bf16 weights"))
     assert build[3] == "measured" and "load by the hf runner" in build[1]
     assert sweep["one 512-token prefill, small Llama-3 shape"][2].endswith("GB")
+    invariance = sweep["decoding rows in one call = each row alone (8B heads, bf16, 1-20,000 keys)"]
+    assert invariance[3] == "ok" and invariance[2].startswith("8/8 rows the same bits")
     measured = sweep["niah_single_1 L=512, 2 samples"]
     assert measured[3] == "measured"  # the runner counted every prompt as the pack's generator did
     for part in ("s/sample at", "TFLOP/s; decode", "tok/s, rows 2.0 of 8", "128/128 new"):
@@ -161,3 +163,15 @@ def test_a_pack_of_another_format_is_refused(tmp_path):
         tar.addfile(info, io.BytesIO(data))
     with pytest.raises(ValueError, match="pack format 99"):
         sweep_pack.read_pack(path, tmp_path / "x")
+
+
+def test_the_padding_invariance_check_can_fail(monkeypatch):
+    """The device row compares the batched call with each row alone; a kernel that let a row's bits
+    follow its neighbours' padding (here: the per-row kernel on exact lengths standing in for the
+    alone side) is counted, not passed."""
+    gpu_check = _load()
+    from harness.models.runners import decode
+
+    assert gpu_check.padding_invariance("cpu")["same_bits"] == 8
+    monkeypatch.setitem(decode.KERNELS, "per-row-padded-512", decode.per_row_attention)
+    assert gpu_check.padding_invariance("cpu")["same_bits"] < 8

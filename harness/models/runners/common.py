@@ -16,6 +16,10 @@ from harness.core.errors import UserError
 # without torch imports so that planning puts it in every record's settings (the hf runner's
 # record_settings) without importing torch, and the engine (harness/models/runners/prefix.py) defaults to it.
 DECODE_ROWS = 8
+# The decoding rows' attention kernel (harness/models/runners/decode.py KERNELS): one SDPA call per layer
+# for all rows, keys padded to a multiple of 512 under a per-row key mask. A record setting of the hf
+# runner beside the width: another kernel sums in another order, so it is another identity.
+DECODE_ATTENTION = "sdpa-padded-512"
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "vocab.json")
 

@@ -9,9 +9,10 @@
 Generation runs on harness/models/runners/prefix.py's engine: each prompt is prefilled alone, unpadded, on
 a fixed grid, in lexicographic token order, and the KV cache of every grid chunk two neighbouring
 prompts share is computed once (`prefix_reuse`, on by default); then prompts decode DECODE_ROWS at
-a time, each row on its own cache, at a fixed width (harness/models/runners/decode.py). A prompt's output
-depends on nothing but the prompt and that width: not on --batch-size, the other requests of the
-call, their order, or reuse on/off (bit-identical logits in every dtype;
+a time at a fixed width, all rows in one attention call per layer (DECODE_ATTENTION;
+harness/models/runners/decode.py). A prompt's output depends on nothing but the prompt, that width and
+that kernel (both record settings): not on --batch-size, the other requests of the call (their
+lengths included), their order, or reuse on/off (bit-identical logits in every dtype;
 tests/eval_run/test_prefix_reuse.py, tests/eval_run/test_decode_rows.py). Measured on CPU, one
 unpadded row is the fastest prefill shape for long prompts (batch 8 with left padding took 1.5x the
 time of batch 1 at 4K and changed 5 of 25 bf16 predictions), and 8 decoding rows the fastest decode
@@ -43,6 +44,7 @@ from harness.core.errors import UserError
 from harness.core.pickled import refused_load
 from harness.models.runners.base import GenerationRequest, LoglikelihoodRequest, RunnerSettings
 from harness.models.runners.common import (
+    DECODE_ATTENTION,
     DECODE_ROWS,
     check_tokenizer_present,
     context_length,
@@ -72,7 +74,23 @@ _DTYPES = {
 }
 
 
-@register_runner("hf", help="transformers in this process (default)", record_settings={"decode_rows": DECODE_ROWS})
+def _torch_dtype(name: str, config):
+    """--dtype as a torch dtype; "auto": the checkpoint's own, fp32 when it does not say."""
+    import torch
+
+    if name == "auto":
+        dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or torch.float32
+        return getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    if name in _DTYPES:
+        return getattr(torch, _DTYPES[name])
+    raise UserError(f"unknown --dtype {name!r}: choose auto, bfloat16, float16 or float32")
+
+
+@register_runner(
+    "hf",
+    help="transformers in this process (default)",
+    record_settings={"decode_rows": DECODE_ROWS, "decode_attention": DECODE_ATTENTION},
+)
 class HFRunner:
     """transformers AutoModelForCausalLM behind the Runner interface (harness/models/runners/base.py)."""
 
@@ -80,7 +98,9 @@ class HFRunner:
 
     def __init__(self, model_path: str, settings: RunnerSettings, device: str | None = None):
         import torch
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+        from harness.models.runners.common import keeps_logits
+        from harness.models.runners.prefix import PrefixEngine, chunk_for
 
         cpu_threads_hint()
         check_tokenizer_present(model_path)
@@ -90,54 +110,9 @@ class HFRunner:
         self.max_model_len = context_length(model_path, settings.max_model_len)
         # a folder or hub name as it is; a GGUF file as its folder + gguf_file (harness/models/sources/)
         target = load_target(model_path)
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(target.tokenizer, **target.tokenizer_kwargs)
-            config = AutoConfig.from_pretrained(target.model, **target.kwargs)
-        except (OSError, ValueError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise UserError(
-                f"{model_path} is not a loadable model ({first}): pass a save_pretrained directory or hub name"
-            ) from None
-        for key, value in rope_override_dict(config, settings.rope_theta, settings.rope_scaling).items():
-            setattr(config, key, value)
-        if settings.dtype == "auto":
-            # The checkpoint's own dtype; fp32 when it does not say.
-            dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or torch.float32
-            dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-        elif settings.dtype in _DTYPES:
-            dtype = getattr(torch, _DTYPES[settings.dtype])
-        else:
-            raise UserError(f"unknown --dtype {settings.dtype!r}: choose auto, bfloat16, float16 or float32")
-        self.dtype = dtype
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # the eval loop shows its own bar per checkpoint
-        from safetensors import SafetensorError
-
-        try:
-            device_map = settings.extra.get("device_map")  # "auto": the layers spread over the visible GPUs
-            self.model = AutoModelForCausalLM.from_pretrained(
-                target.model,
-                config=config,
-                dtype=dtype,
-                attn_implementation="sdpa",
-                device_map=device_map,
-                **target.kwargs,
-            )
-            if device_map is None:
-                # transformers types PreTrainedModel.to via functools.wraps (_Wrapped), which mypy does not
-                # bind to the instance, so it takes the device for `self`: a typing bug there, not here.
-                self.model = self.model.to(self.device)  # type: ignore[arg-type]
-        except pickle.UnpicklingError as exc:  # a .bin that torch.load(weights_only=True) refuses
-            raise refused_load(model_path, exc) from None
-        except (SafetensorError, OSError) as exc:  # random bytes or a truncated weights file
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise UserError(
-                f"cannot load the weights of {model_path} ({first}): the weights file is damaged or incomplete; "
-                "re-save the checkpoint or leave it out of --ckpts"
-            ) from None
-        finally:
-            hf_logging.enable_progress_bar()
+        config = self._load_config(target)
+        self.dtype = _torch_dtype(settings.dtype, config)
+        self.model = self._load_model(target, config)
         self.model.eval()
         tok = self.tokenizer
         # Generation ends at any of these, as transformers' generate and vLLM end it (common.stop_token_ids);
@@ -153,22 +128,62 @@ class HFRunner:
             raise UserError(f"max_batch_tokens {self.batch_tokens}: pass a positive number of tokens")
         # (rows, padded width incl. new tokens) of every batch run, for benchmarks and logs.
         self.batch_log: list[tuple[int, int]] = []
-        from harness.models.runners.common import keeps_logits
-
         self._keeps_logits = keeps_logits(self.model)
         # Generation: one prompt at a time on a fixed prefill grid, shared prefixes computed once.
-        from harness.models.runners.prefix import PrefixEngine, chunk_for
-
         self.prefix_reuse = settings.prefix_reuse
         self.unsupported = PrefixEngine.unsupported_reason(self.model)
-        self.engine = (
-            None
-            if self.unsupported
-            else PrefixEngine(
-                self.model, self.stop_ids, chunk_for(self.device), reuse=settings.prefix_reuse, rows=DECODE_ROWS
-            )
-        )
+        self.engine = None
+        if not self.unsupported:
+            chunk = chunk_for(self.device)
+            self.engine = PrefixEngine(self.model, self.stop_ids, chunk, reuse=settings.prefix_reuse, rows=DECODE_ROWS)
         self.sample_stats: dict[int, dict] = {}  # request index -> tokens facts of the last generate call
+
+    def _load_config(self, target):
+        """The tokenizer (kept as self.tokenizer) and the model's config with the rope flags applied."""
+        from transformers import AutoConfig, AutoTokenizer
+
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(target.tokenizer, **target.tokenizer_kwargs)
+            config = AutoConfig.from_pretrained(target.model, **target.kwargs)
+        except (OSError, ValueError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise UserError(
+                f"{self.model_path} is not a loadable model ({first}): pass a save_pretrained directory or hub name"
+            ) from None
+        for key, value in rope_override_dict(config, self.settings.rope_theta, self.settings.rope_scaling).items():
+            setattr(config, key, value)
+        return config
+
+    def _load_model(self, target, config):
+        """The weights in self.dtype with SDPA attention, on self.device (or spread by device_map)."""
+        from safetensors import SafetensorError
+        from transformers import AutoModelForCausalLM
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # the eval loop shows its own bar per checkpoint
+        try:
+            device_map = self.settings.extra.get("device_map")  # "auto": the layers spread over the visible GPUs
+            model = AutoModelForCausalLM.from_pretrained(
+                target.model,
+                config=config,
+                dtype=self.dtype,
+                attn_implementation="sdpa",
+                device_map=device_map,
+                **target.kwargs,
+            )
+            if device_map is None:
+                model = model.to(self.device)
+            return model
+        except pickle.UnpicklingError as exc:  # a .bin that torch.load(weights_only=True) refuses
+            raise refused_load(self.model_path, exc) from None
+        except (SafetensorError, OSError) as exc:  # random bytes or a truncated weights file
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise UserError(
+                f"cannot load the weights of {self.model_path} ({first}): the weights file is damaged or incomplete; "
+                "re-save the checkpoint or leave it out of --ckpts"
+            ) from None
+        finally:
+            hf_logging.enable_progress_bar()
 
     # -- batching ----------------------------------------------------------------------------
     def _batches(self, order: list[int], cost: list[int]):

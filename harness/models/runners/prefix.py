@@ -5,8 +5,9 @@
     for done in engine.run(prompt_ids, max_new_tokens):              # as each prompt finishes
         done.index, done.tokens, done.seconds, done.reused_tokens
 
-After its prefill a prompt's cache is copied to a decoding row; rows decode together at a fixed
-width (harness/models/runners/decode.py), so the shared prefix cache below only ever holds prompts.
+After its prefill a prompt's keys and values are copied into the decoding rows' buffers; rows
+decode together at a fixed width, one attention call per layer and step
+(harness/models/runners/decode.py), so the shared prefix cache below only ever holds prompts.
 
 Why this shape. Long-context evaluation is prefill-bound and many prompts of a task share a long
 prefix (the instruction and the haystack up to the first needle). Each prompt runs alone, unpadded
@@ -23,7 +24,7 @@ the part of a shared prefix past its last full chunk, is recomputed.
 
 The KV cache is one growing buffer per layer, stored [batch, seq, heads, dim] so that the prefix
 [:, :n] a chunk attends to has the same strides whatever the buffer's capacity; cutting it back is
-setting a length (a decoding row's copy is head-major instead: kvcache.RowLayer says why). No mask is built:
+setting a length (the decoding rows' buffers are head-major instead: rowcache.py says why). No mask is built:
 the attention function registered here (`harness_prefix`) attends a chunk to the cached prefix
 without a mask and to itself causally, and merges the two by their log-sum-exp on CPU (lower-right
 causal attention elsewhere).
@@ -40,13 +41,17 @@ import time
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from transformers import AttentionInterface
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
+from harness.models.runners.common import DECODE_ATTENTION, DECODE_ROWS, keeps_logits, stop_token_ids
+from harness.models.runners.decode import DecodeRows, rows_attention
 from harness.models.runners.kvcache import GrowingLayer, decode_attention
+from harness.models.runners.rowcache import StepKeys
 
 ATTENTION = "harness_prefix"
 # The prefill grid, in tokens. A fixed constant per device kind, never tuned per run: the grid shapes
@@ -118,10 +123,9 @@ def _no_cudnn_attention(device: torch.device):
 
 def prefix_attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, **kwargs):
     """transformers attention function for one unpadded row: [1, H, q, D] queries at the end of
-    [1, Hkv, kv, D] keys (the cache followed by the chunk's own)."""
-    if isinstance(key, list):  # a step of rows decoding together, each on its own cache
-        from harness.models.runners.decode import rows_attention
-
+    [1, Hkv, kv, D] keys (the cache followed by the chunk's own); or a step of the decoding rows,
+    whose cache hands over StepKeys (harness/models/runners/decode.py)."""
+    if isinstance(key, StepKeys):
         return rows_attention(query, key, value, scaling).transpose(1, 2).contiguous(), None
     if attention_mask is not None or query.shape[0] != 1:
         raise ValueError("harness_prefix attention takes one unpadded row and no mask")
@@ -214,16 +218,15 @@ def chunk_users(prompts: Sequence[Sequence[int]], order: list[int], reused: list
 
 
 class PrefixEngine:
-    def __init__(self, model, eos_id, chunk: int, reuse: bool = True, rows: int | None = None):
-        from harness.models.runners.common import DECODE_ROWS, stop_token_ids
-
+    def __init__(
+        self, model, eos_id, chunk: int, reuse: bool = True, rows: int | None = None, kernel: str = DECODE_ATTENTION
+    ):
         self.model = model
         self.rows = rows or DECODE_ROWS  # the decode width (harness/models/runners/decode.py)
+        self.kernel = kernel  # the decoding rows' attention (decode.KERNELS)
         self.stop_ids = frozenset(stop_token_ids(eos_id))  # eos_id: an id, several, or None
         self.chunk = chunk
         self.reuse = reuse
-        from harness.models.runners.common import keeps_logits
-
         self._keeps_logits = keeps_logits(model)
         self.device = next(model.parameters()).device
 
@@ -269,8 +272,6 @@ class PrefixEngine:
 
         extra_stops[i]: ids that end prompt i's generation besides the engine's (GenerationRequest.
         stop_tokens); min_new[i]: during its first min_new[i] tokens every stop id is masked to -inf."""
-        from harness.models.runners.decode import DecodeRows
-
         extras = extra_stops or [frozenset()] * len(prompts)
         stops = [self.stop_ids | extra for extra in extras]
         floors = list(min_new or [0] * len(prompts))
@@ -279,72 +280,7 @@ class PrefixEngine:
                 yield Generated(i, [], 0.0, len(prompts[i]), 0)
         todo = [i for i in range(len(prompts)) if max_new[i] > 0 and prompts[i]]
         order, reused = reuse_plan([prompts[i] for i in todo], self.chunk, self.reuse)
-        order = [todo[k] for k in order]
-        users = chunk_users(prompts, order, reused, self.chunk)
-        cache = PrefixCache()
-        rows = DecodeRows(self.model, self.rows, self.stop_ids)
-        limits = {i: max_new[i] for i in order}
-        prefilled: dict[int, tuple[float, int]] = {}  # prompt -> (its share of prefill seconds, reused tokens)
-        node_seconds: list[float] = []  # seconds of each chunk in the current chain
-
-        def finished(row) -> Generated:
-            shared, keep = prefilled.pop(row.tag)
-            i = row.tag
-            return Generated(i, row.tokens, shared + row.seconds, len(prompts[i]), keep, shared)
-
-        def step() -> list:
-            with self.model_attention(), torch.inference_mode():
-                return list(rows.step(limits))
-
-        handed_over = False  # the prefix cache went to a decoding row (memory): nothing left to reuse
-        for k, i in enumerate(order):
-            ids = prompts[i]
-            keep = 0 if handed_over else reused[k] * self.chunk
-            node_seconds = [] if handed_over else node_seconds[: reused[k]]
-            handed_over = False
-            cache.truncate(keep)
-            # The model attends with harness_prefix only while this engine computes, never across
-            # a yield: whoever consumes the results may use the model meanwhile.
-            with self.model_attention(), torch.inference_mode():
-                t0 = time.perf_counter()
-                logits = self.prefill(cache, ids, keep)
-                if floors[i] > 0 and stops[i]:  # the first token may not be a stop id (see run's docstring)
-                    logits = logits.clone()
-                    logits[sorted(stops[i])] = float("-inf")
-                tok = int(logits.argmax())
-                t1 = time.perf_counter()
-            # The prefill's seconds split over its new chunks by tokens (attention makes later
-            # chunks dearer, so this is an approximation), then shared among each chunk's users.
-            own = len(ids) - keep
-            for s in range(keep, len(ids), self.chunk):
-                node_seconds.append((t1 - t0) * min(self.chunk, len(ids) - s) / max(1, own))
-            shared = sum(sec / n for sec, n in zip(node_seconds, users[k]))
-            if tok in stops[i] or max_new[i] <= 1:
-                yield Generated(i, [] if tok in stops[i] else [tok], shared, len(ids), keep, shared)
-            else:
-                prefilled[i] = (shared, keep)
-                need = rows.row_bytes(cache, len(ids) + max_new[i])
-                while rows.active and not rows.can_hold(need):  # finish what decodes before copying
-                    for row in step():
-                        yield finished(row)
-                # Too little memory for a copy even so: the row takes the prefix cache itself.
-                handed_over = not rows.can_hold(need)
-                with torch.inference_mode():
-                    rows.admit(
-                        cache,
-                        len(ids),
-                        tok,
-                        i,
-                        room=max_new[i],
-                        take=handed_over,
-                        stop_ids=stops[i],
-                        min_new=floors[i],
-                    )
-                if handed_over:
-                    cache = PrefixCache()
-            while rows.full() or (k == len(order) - 1 and rows.active):
-                for row in step():
-                    yield finished(row)
+        yield from _Run(self, prompts, max_new, stops, floors, [todo[k] for k in order], reused).generate()
 
     def model_attention(self):
         """Context: the model attends with `harness_prefix` inside, and as before after."""
@@ -361,3 +297,78 @@ class PrefixEngine:
                 self.model.set_attn_implementation(before)
 
         return switched()
+
+
+class _Run:
+    """One call of PrefixEngine.run over prompts in prefix order: the prefix cache, the decoding rows,
+    and each prompt's seconds (its own chunks, an equal share of every chunk it shares, its decoding)."""
+
+    def __init__(self, engine: PrefixEngine, prompts, max_new, stops, floors, order: list[int], reused: list[int]):
+        self.engine, self.prompts, self.max_new, self.stops, self.floors = engine, prompts, max_new, stops, floors
+        self.order, self.reused = order, reused
+        self.users = chunk_users(prompts, order, reused, engine.chunk)
+        self.cache = PrefixCache()
+        self.rows = DecodeRows(engine.model, engine.rows, engine.stop_ids, kernel=engine.kernel)
+        self.limits = {i: max_new[i] for i in order}
+        self.prefilled: dict[int, tuple[float, int]] = {}  # prompt -> (its share of prefill seconds, reused tokens)
+        self.node_seconds: list[float] = []  # seconds of each chunk in the current chain
+        self.handed_over = False  # the prefix cache went to a decoding row (memory): nothing left to reuse
+
+    def generate(self) -> Iterator[Generated]:
+        for k, i in enumerate(self.order):
+            tok, shared, keep = self._prefill(k, i)
+            if tok in self.stops[i] or self.max_new[i] <= 1:
+                yield Generated(i, [] if tok in self.stops[i] else [tok], shared, len(self.prompts[i]), keep, shared)
+            else:
+                self.prefilled[i] = (shared, keep)
+                yield from self._admit(i, tok)
+            while self.rows.full() or (k == len(self.order) - 1 and self.rows.active):
+                yield from self._step()
+
+    def _prefill(self, k: int, i: int) -> tuple[int, float, int]:
+        """Prompt i (k-th in order) prefilled after what it shares with the one before: (its first
+        token, its share of the prefill seconds, the tokens it reused)."""
+        engine, ids = self.engine, self.prompts[i]
+        keep = 0 if self.handed_over else self.reused[k] * engine.chunk
+        self.node_seconds = [] if self.handed_over else self.node_seconds[: self.reused[k]]
+        self.handed_over = False
+        self.cache.truncate(keep)
+        # The model attends with harness_prefix only while this engine computes, never across
+        # a yield: whoever consumes the results may use the model meanwhile.
+        with engine.model_attention(), torch.inference_mode():
+            t0 = time.perf_counter()
+            logits = engine.prefill(self.cache, ids, keep)
+            if self.floors[i] > 0 and self.stops[i]:  # the first token may not be a stop id (see run's docstring)
+                logits = logits.clone()
+                logits[sorted(self.stops[i])] = float("-inf")
+            tok = int(logits.argmax())
+            t1 = time.perf_counter()
+        # The prefill's seconds split over its new chunks by tokens (attention makes later
+        # chunks dearer, so this is an approximation), then shared among each chunk's users.
+        own = len(ids) - keep
+        for s in range(keep, len(ids), engine.chunk):
+            self.node_seconds.append((t1 - t0) * min(engine.chunk, len(ids) - s) / max(1, own))
+        return tok, sum(sec / n for sec, n in zip(self.node_seconds, self.users[k])), keep
+
+    def _admit(self, i: int, tok: int) -> Iterator[Generated]:
+        """Prompt i into a decoding row. When its memory does not fit, the rows decoding finish first
+        (their buffers go with the last); if it still does not, the row takes the prefix cache itself."""
+        rows, n, room = self.rows, len(self.prompts[i]), self.max_new[i]
+        while rows.active and not rows.can_hold(rows.admit_bytes(self.cache, n, room)):
+            yield from self._step()
+        self.handed_over = not rows.can_hold(rows.admit_bytes(self.cache, n, room))
+        with torch.inference_mode():
+            rows.admit(
+                self.cache, n, tok, i, room=room, take=self.handed_over, stop_ids=self.stops[i], min_new=self.floors[i]
+            )
+        if self.handed_over:
+            self.cache = PrefixCache()
+
+    def _step(self) -> Iterator[Generated]:
+        """One decoding step; the prompts it finished."""
+        with self.engine.model_attention(), torch.inference_mode():
+            done = list(self.rows.step(self.limits))
+        for row in done:
+            i = cast(int, row.tag)  # the prompt's index: what _admit gave the row
+            shared, keep = self.prefilled.pop(i)
+            yield Generated(i, row.tokens, shared + row.seconds, len(self.prompts[i]), keep, shared)

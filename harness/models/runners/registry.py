@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from harness.core.errors import MissingExtra, UserError
 from harness.models.runners.base import Runner, RunnerSettings
 
-# Modules of this package that are not backends (prefix, decode, kvcache: the hf runner's engine, which
-# imports torch at once; replies: the served replies' schemas).
-_NOT_BACKENDS = frozenset({"base", "common", "registry", "prefix", "decode", "kvcache", "replies"})
+# Modules of this package that are not backends (prefix, decode, kvcache, rowcache: the hf runner's engine,
+# which imports torch at once; replies: the served replies' schemas).
+_NOT_BACKENDS = frozenset({"base", "common", "registry", "prefix", "decode", "kvcache", "rowcache", "replies"})
 
 
 @dataclass(frozen=True)
