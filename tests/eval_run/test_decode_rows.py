@@ -204,15 +204,41 @@ def test_the_batched_kernel_agrees_with_attending_each_row_alone(gqa_llama_dir, 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_a_row_that_takes_the_prefix_cache_decodes_the_same_bits(gqa_llama_dir, dtype):
-    """Short of memory a row takes the prefix cache's own buffers (seq-major, outgrown by doubling as
-    it decodes) instead of a copy into the rows' head-major buffers: every logit is the same. The
-    prompt fills its 512-token buffer to 3 short of the end, so the row outgrows it while decoding."""
+    """Short of memory a row takes the prefix cache's own buffers instead of a copy into the rows'
+    head-major buffers: every logit is the same. 300 tokens: the row decodes in the prefix cache's
+    seq-major buffer itself; 509: the 512-token buffer cannot hold the 6 new tokens, so it is grown
+    to the row's need on admission."""
     model = _model(gqa_llama_dir, dtype)
-    prompt = {0: [random.Random(4).randrange(5, 4000) for _ in range(509)]}
-    copied, copied_tokens = _decode(model, prompt, {0: 0}, steps=6)
-    taken, taken_tokens = _decode(model, prompt, {0: 0}, steps=6, take={0})
-    assert copied_tokens == taken_tokens
-    assert all(torch.equal(a, b) for a, b in zip(copied[0], taken[0]))
+    for n in (300, 509):
+        prompt = {0: [random.Random(4).randrange(5, 4000) for _ in range(n)]}
+        copied, copied_tokens = _decode(model, prompt, {0: 0}, steps=6)
+        taken, taken_tokens = _decode(model, prompt, {0: 0}, steps=6, take={0})
+        assert copied_tokens == taken_tokens
+        assert all(torch.equal(a, b) for a, b in zip(copied[0], taken[0])), n
+
+
+def test_taking_the_prefix_cache_copies_nothing_or_grows_once_to_the_need():
+    from harness.models.runners.kvcache import KEY_BLOCK
+    from harness.models.runners.prefix import PrefixCache
+    from harness.models.runners.rowcache import RowsCache
+
+    def prefix(n):
+        cache = PrefixCache()
+        for i in range(2):
+            cache.update(torch.randn(1, 2, n, 8), torch.randn(1, 2, n, 8), i)
+        return cache
+
+    fits = prefix(300)
+    rows = RowsCache(2, width=8, kernel="sdpa-padded-512")
+    rows.adopt(fits, 310)
+    assert rows.capacity == KEY_BLOCK and rows.keys[0].data_ptr() == fits.layers[0].buffers()[0].data_ptr()
+    short = prefix(509)
+    rows = RowsCache(2, width=8, kernel="sdpa-padded-512")
+    rows.adopt(short, 516)
+    assert (rows.slots, rows.capacity) == (1, 2 * KEY_BLOCK)  # once, to the need rounded to a block
+    for i in range(2):
+        assert torch.equal(rows.keys[i][0, :, :509], short.layers[i].keys[0])
+        assert torch.equal(rows.values[i][0, :, :509], short.layers[i].values[0])
 
 
 def test_the_rows_cache_holds_each_rows_keys_through_growth_and_says_what_growing_costs():
@@ -387,3 +413,17 @@ def test_cudnn_attention_is_off_inside_the_engine_on_cuda_only():
     assert torch.backends.cuda.cudnn_sdp_enabled() == before
     with _no_cudnn_attention(torch.device("cpu")):
         assert torch.backends.cuda.cudnn_sdp_enabled() == before
+
+
+def test_cuda_free_memory_counts_what_the_allocator_holds_unused(monkeypatch):
+    """Buffers torch freed stay reserved by its caching allocator, which the driver counts as used:
+    the rows' memory rule reads the driver's free bytes plus that reserve (faked here: no GPU)."""
+    from harness.models.runners import decode
+
+    gib = 1 << 30
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (3 * gib, 80 * gib))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 40 * gib)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 22 * gib)
+    assert decode.free_bytes(torch.device("cuda")) == 21 * gib  # 3 free + 18 reserved, unused
+    cpu = decode.free_bytes(torch.device("cpu"))
+    assert cpu is None or cpu > 0

@@ -30,7 +30,7 @@ Slots. The buffer has `slots` rows, grown to the next power of two (at most the 
 lands in a slot past them: a prompt decoding alone holds one row's memory, not the width's. A free
 slot inside the buffer attends to the key its filler row writes at position 0. Capacity is the
 longest row's need (prompt + tokens it may generate), rounded up to KEY_BLOCK; a row that takes the
-prefix cache's own buffers (short of memory) grows it by doubling as it decodes.
+prefix cache's own buffers (short of memory) grows them once to its need when it is admitted.
 """
 
 from __future__ import annotations
@@ -130,20 +130,24 @@ class RowsCache:
             self.keys[i][slot, :, :length].copy_(layer.keys[0, :, :length])
             self.values[i][slot, :, :length].copy_(layer.values[0, :, :length])
 
-    def adopt(self, prefix) -> None:
+    def adopt(self, prefix, need: int) -> None:
         """Take the prefix cache's own buffers as a one-slot buffer (no copy; seq-major views, which
-        SDPA reads to the same bits). Only while no row holds memory; the prefix cache must not be
-        used again."""
+        SDPA reads to the same bits), grown once to `need` tokens when they hold fewer (not by
+        doubling: the row is here because memory is short). Only while no row holds memory; the
+        prefix cache must not be used again."""
         assert not self.keys, "a row takes the prefix cache only when no other row holds memory"
         for layer in prefix.layers:
             k, v = layer.buffers()
             self.keys.append(k)
             self.values.append(v)
+        if round_up(need) > self.capacity:
+            self._grow(1, round_up(need))
 
     # -- a step ----------------------------------------------------------------------------------
     def begin_step(self, positions: list[int]) -> None:
         """Per buffer slot, where this step's key goes (a free slot: 0). Grows the capacity (by
-        doubling) where a row has outgrown it: only a row that took the prefix cache can."""
+        doubling) where a row has outgrown it: only a row admitted with less room than it decodes
+        can (the engine gives every row room for its max new tokens)."""
         need = max(positions) + 1
         if need > self.capacity:
             self._grow(self.slots, round_up(max(need, 2 * self.capacity)))
