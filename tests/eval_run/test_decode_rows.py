@@ -427,3 +427,43 @@ def test_cuda_free_memory_counts_what_the_allocator_holds_unused(monkeypatch):
     assert decode.free_bytes(torch.device("cuda")) == 21 * gib  # 3 free + 18 reserved, unused
     cpu = decode.free_bytes(torch.device("cpu"))
     assert cpu is None or cpu > 0
+
+
+@pytest.mark.parametrize(("gib", "rows_held"), [(78, 2), (139, 4)])
+def test_the_memory_rule_holds_2_rows_at_128k_on_an_h100_and_4_on_an_h200(monkeypatch, gib, rows_held):
+    """Llama-3.1-8B at 128K (17.2 GB of keys and values a row, 16 GB of bf16 weights, the prefix
+    cache's 17.2 GB kept for reuse) on the lent cards' memory (78 and 139 GiB): the rule admits rows
+    while a growth fits 1.5 times with a margin, so 2 and 4 rows decode together, never the width's
+    8 (docs/benchmarks.md). Tensors on the meta device: shapes and bytes, no memory."""
+    from types import SimpleNamespace
+
+    from harness.models.runners import decode
+    from harness.models.runners.prefix import PrefixCache
+
+    layers, kv_heads, dim, prompt, new = 32, 8, 128, 130_923, 128
+    meta = torch.device("meta")
+    prefix = PrefixCache()
+    for i in range(layers):
+        states = torch.empty(1, kv_heads, prompt, dim, dtype=torch.bfloat16, device=meta)
+        prefix.update(states, states, i)
+    prefix_bytes = sum(2 * layer.buffers()[0].numel() * 2 for layer in prefix.layers)
+    assert prefix_bytes == 17_179_869_184  # grown by doubling to 131,072 tokens
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.empty(1, device=meta))
+            self.config = SimpleNamespace(get_text_config=lambda: SimpleNamespace(num_hidden_layers=layers))
+
+    rows = decode.DecodeRows(Model(), width=8, eos_id=None)
+
+    def free(device):
+        held = sum(k.numel() * 2 * 2 for k in rows.cache.keys)  # keys and values, bf16
+        return (gib << 30) - 16_060_000_000 - prefix_bytes - held
+
+    monkeypatch.setattr(decode, "free_bytes", free)
+    admitted = 0
+    while not rows.full() and rows.can_hold(rows.admit_bytes(prefix, prompt, new)):
+        rows.admit(prefix, prompt, 0, admitted, room=new)
+        admitted += 1
+    assert admitted == rows_held
