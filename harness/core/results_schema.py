@@ -147,11 +147,21 @@ class EffectiveLength(Strict):
     label: str | None = None
 
 
+class NolimaEffectiveLength(EffectiveLength):
+    """NoLiMa's base-relative rule (harness/core/effective_length.py base_relative_effective_length)."""
+
+    rule: str | None = None
+    fraction: Annotated[float, Field(gt=0, le=1)] = 0.85
+    base_lengths: list[Count] = []
+    base_score: NonNegative | None = None
+
+
 class Summary(Strict):
     avg: Stats | None = None
     wavg_inc: Stats | None = None
     wavg_dec: Stats | None = None
     effective_length: EffectiveLength = Field(default_factory=EffectiveLength)
+    effective_length_nolima: NolimaEffectiveLength | None = None
     tasks_covered: Count | None = None
     tasks_total: Count | None = None
     lengths_covered: Count | None = None
@@ -301,6 +311,12 @@ class Provenance(Strict):
     dataset_hashes: dict[str, str | list[str]] = {}
     protocol: str | None = None
     doctor: str | None = None
+    endpoint: dict[str, Any] | None = None
+    chat_template: str | None = None
+    answer_prefix: bool | None = None
+    max_new_tokens: dict[str, Count] | None = None
+    system_prompt: str | None = None
+    strip_thinking: bool | None = None
 
 
 class InconsistentRecords(Strict):

@@ -153,3 +153,46 @@ def test_a_value_out_of_range_in_any_block_is_refused(where):
     block[where][label][0] = 1.5 if where == "scores" else -1.0
     with pytest.raises(UserError, match=rf"samples\.{task}\.1024\.{where}\.{label}\.0"):
         validate_results(doc, "r.json")
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["85%", {"base_score": "high"}, {"base_score": 40.0, "base_lengths": ["1k"]}, {"base_score": 40.0, "fraction": 2}],
+)
+def test_a_damaged_nolima_effective_length_is_refused_in_one_line(value):
+    """summary.effective_length_nolima is read by the table and the leaderboard; a damaged one (a
+    hypothesis find: a string there crashed the leaderboard's columns) is refused at the boundary."""
+    import copy
+
+    doc = copy.deepcopy(VALID)
+    doc["suites"]["ruler"]["summary"]["effective_length_nolima"] = value
+    with pytest.raises(UserError, match=r"summary\.effective_length_nolima") as exc:
+        validate_results(doc, "r.json")
+    one_line(exc.value)
+    good = copy.deepcopy(VALID)
+    good["suites"]["ruler"]["summary"]["effective_length_nolima"] = {
+        "rule": "nolima", "fraction": 0.85, "base_lengths": [1024], "base_score": 40.0,
+        "threshold": 34.0, "value": 2048, "label": "2K",
+    }  # fmt: skip
+    assert validate_results(good, "r.json") is good
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("max_new_tokens", 64), ("system_prompt", 7), ("endpoint", "http://x"), ("strip_thinking", "yes")],
+)
+def test_provenance_fields_the_table_reads_are_typed(key, value):
+    """The report's controls line reads these (harness/pipeline/table.py); hand-edited to another type
+    they are one line at the boundary, not a crash in the report."""
+    import copy
+
+    from harness.pipeline.table import format_table
+
+    doc = copy.deepcopy(VALID)
+    doc["provenance"][key] = value
+    with pytest.raises(UserError, match=rf"provenance\.{key}") as exc:
+        validate_results(doc, "r.json")
+    one_line(exc.value)
+    good = copy.deepcopy(VALID)
+    good["provenance"].update(max_new_tokens={"*": 64}, system_prompt="Be brief.", strip_thinking=True)
+    assert "max_new_tokens 64" in format_table(validate_results(good, "r.json"))
