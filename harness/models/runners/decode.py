@@ -33,10 +33,9 @@ came; W is part of every record's identity (`decode_rows`).
 Memory. Admitting a row allocates only when the rows' buffers must grow (more slots, or a longer
 row): RowsCache.growth_bytes. When the device's free memory (CUDA: the driver's free memory plus the
 allocator's unused reserve; CPU: MemAvailable) cannot hold that with half as much again and
-MEMORY_MARGIN to spare, the rows decoding finish first
-(their buffers are freed when the last one does); if it still cannot, the row takes the prefix
-cache's own buffers and the next prompt recomputes its prefix. Either way no output changes, only
-how much is reused.
+MEMORY_MARGIN to spare, the rows decoding finish first (their buffers are freed when the last one
+does); if it still cannot, the row takes the prefix cache's own buffers and the next prompt
+recomputes its prefix. Either way no output changes, only how much is reused.
 
 The width is a constant of the hf runner (DECODE_ROWS, harness/models/runners/common.py), never measured at
 run time: a machine under load must not pick another arithmetic. 8 was measured best of 1-16 on
