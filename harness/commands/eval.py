@@ -46,6 +46,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument_group("instruct and reasoning models (every backend; each is part of the run's identity)")
     )
     options.add_output_options(p.add_argument_group("output and data"))
+    from harness.commands._sequential_options import add_sequential_options
+
+    add_sequential_options(
+        p.add_argument_group("stop when decided (sequential: anytime-valid confidence sequences, docs/sequential.md)")
+    )
     data_sources.add_arguments(p.add_argument_group("task data, offline (online: the hub)"))
 
 
@@ -282,14 +287,21 @@ def config_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.commands._sequential_options import sequential_rule
     from harness.pipeline.evaluate import run_eval
 
+    rule = sequential_rule(args)  # before any model: a bad --alpha is an error now
     cfg = config_from_args(args)
     if not cfg.no_doctor:
         from harness.pipeline.doctor import preflight
 
         preflight(cfg)  # a broken set-up stops here, before a table of zeros
-    results = run_eval(cfg)
+    if rule is not None:
+        from harness.pipeline.sequential_run import run_sequential
+
+        results = run_sequential(cfg, rule, against=args.against)
+    else:
+        results = run_eval(cfg)
     _say_degenerate(results)
     return 0
 

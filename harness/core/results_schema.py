@@ -317,6 +317,8 @@ class Provenance(Strict):
     max_new_tokens: dict[str, Count] | None = None
     system_prompt: str | None = None
     strip_thinking: bool | None = None
+    # the flags the records were made with (harness/pipeline/against.py checks each field where used)
+    eval_config: dict[str, Any] | None = None
 
 
 class InconsistentRecords(Strict):
@@ -325,6 +327,53 @@ class InconsistentRecords(Strict):
 
     count: Positive
     reasons: dict[str, Positive]
+
+
+Verdict = Literal["better", "worse", "equivalent", "within width", "undecided"]
+
+
+class SequentialCell(Strict):
+    """One cell of a sequential evaluation (harness/pipeline/sequential_cells.py): the samples it drew
+    (n), the ones its sequence has seen, its pool and the fixed protocol's count, the sequence's final
+    interval (points: the paired difference, or one run's score), and the verdict."""
+
+    n: Count
+    seen: Count
+    pool: Count
+    fixed_n: Count
+    interval: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
+    estimate: float | None = None
+    verdict: Verdict
+    stopped: str
+    suite: str | None = None
+    tasks: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SequentialCell:
+        if self.interval is not None and self.interval[0] > self.interval[1] + _SLACK:
+            raise ValueError("the interval's low end is above its high end")
+        if self.seen > self.n or self.n > self.pool:
+            raise ValueError("a cell cannot have seen more samples than it drew, nor drawn more than its pool")
+        return self
+
+
+class Sequential(Strict):
+    """results.json "sequential": the stopping rule and every cell's verdict (docs/sequential.md)."""
+
+    mode: Literal["paired", "width"]
+    rule: dict[str, Any]
+    alpha: Annotated[float, Field(gt=0, lt=1)]
+    alpha_per_cell: Annotated[float, Field(gt=0, lt=1)]
+    cells_total: Count
+    equivalence_margin: NonNegative | None = None
+    width: NonNegative | None = None
+    round_size: Positive
+    max_samples: Positive | None = None
+    rounds: Count
+    samples: dict[Literal["used", "fixed"], Count]
+    # task (or "average") -> length -> cell
+    cells: dict[str, dict[LengthKey, SequentialCell]]
+    against: dict[str, Any] | None = None
 
 
 class Results(Strict):
@@ -342,6 +391,8 @@ class Results(Strict):
     # records whose fields contradict themselves (a length or metric their task cannot have): left
     # out of the averages, counted by reason
     inconsistent_records: InconsistentRecords | None = None
+    # a sequential evaluation's rule and verdicts (harness eval --against / --until-width)
+    sequential: Sequential | None = None
 
 
 def _part(p: Any) -> Any:

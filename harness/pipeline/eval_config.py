@@ -74,6 +74,11 @@ class EvalConfig:
     # "reference" shows the model the reference's own inputs, "exact-length" fills L in its tokens.
     protocol: str = "reference"
     no_doctor: bool = False  # `harness eval --no-doctor`: the set-up checks were skipped (provenance says)
+    # Which samples of each (task, length) to plan: {task: {length: [index, ...]}}, indices within the
+    # cell's pool (the samples a plain run would take); a cell not named is planned with no sample.
+    # None: every sample of the pool. Sequential comparisons (harness/pipeline/sequential_run.py) choose
+    # their rounds' samples here; a sample's content and record key do not depend on it.
+    selection: dict[str, dict[int, list[int]]] | None = None
 
 
 def check_numbers(cfg: EvalConfig) -> None:

@@ -61,6 +61,8 @@ class Plan:
     fresh_store: bool | None = None
     # task name -> the lengths it runs at (Task.task_lengths), computed once when the plan is made
     task_lengths: dict[str, list[int]] = field(default_factory=dict)
+    # (task, length) -> the samples a plain run takes there (cfg.selection chooses within them)
+    pools: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 @dataclass
@@ -199,6 +201,7 @@ def _plan_work(cfg: EvalConfig, scope: _Scope, store: ResultStore, fresh_store: 
         record_settings,
         fresh_store=fresh_store,
         task_lengths=scope.task_lens,
+        pools=samples.pools,
     )
 
 

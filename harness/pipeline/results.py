@@ -45,7 +45,7 @@ def build_results(plan: Plan) -> dict:
     cfg = plan.cfg
     _, records = read_store(plan.out / "samples.jsonl")
     records = [r for r in records if ResultStore.key(r) in plan.planned_keys]
-    suites = _report_suites(plan)
+    suites = report_suites(plan)
     run = _run_entry(plan, records)
     prov = _provenance(plan, records)
     check_claims(records, prov)  # results.json never states a setting its records lack
@@ -74,6 +74,7 @@ def _provenance(plan: Plan, records: list[dict]) -> dict:
     """results.json's "provenance": the machine and versions, the settings the records were
     computed with, and the run's own choices."""
     from harness.core.provenance import provenance
+    from harness.pipeline.against import recorded_config
 
     cfg = plan.cfg
     ctxs = set(plan.contexts.values())
@@ -97,6 +98,8 @@ def _provenance(plan: Plan, records: list[dict]) -> dict:
         "prefix_reuse": _prefix_reuse(cfg, records),
         **({"doctor": "skipped (--no-doctor)"} if cfg.no_doctor else {}),
         **plan.extra_provenance,
+        # the flags that made these records, so a comparison (--against) can evaluate more of them
+        "eval_config": recorded_config(plan),
     }
     if families & MIDDLE_TRUNCATION_FAMILIES:
         # LongBench's length: the whole budget of a sample (prompt + generation); each prompt is
@@ -157,7 +160,7 @@ def _length_controlled(task, name: str, get_task) -> bool:
     return bool(task.length_controlled)
 
 
-def _report_suites(plan: Plan) -> dict:
+def report_suites(plan: Plan) -> dict:
     """The suites results.json reports. A suite spanning families (e.g. "paper": RULER at 4K-128K,
     LongBench at its truncation budget, MMLU/HellaSwag at no length) is reported as one suite per
     family, so no average mixes RULER lengths with LongBench's budget."""

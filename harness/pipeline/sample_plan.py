@@ -39,6 +39,8 @@ class SamplePlan:
     groups: list[tuple]  # (task, length, indices): every planned (task, length)
     dataset_hashes: dict[str, str]
     unavailable_lengths: dict[str, dict[str, str]]  # task -> {length: reason}
+    # (task, length) -> how many samples a plain run takes there (its pool; --selection picks within it)
+    pools: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
 
 
 def _num_samples(task, length: int, samples: int | None, tokenizer) -> int:
@@ -109,6 +111,7 @@ def plan_samples(
     from harness.core.progress import progress_bar
 
     plan = SamplePlan([], [], [], {}, {})
+    selection = cfg.selection
     cache: Path | Literal[False] | None = (
         False if cfg.cache_dir == "none" else (Path(cfg.cache_dir) if cfg.cache_dir else None)
     )
@@ -124,15 +127,25 @@ def plan_samples(
                 plan.unavailable_lengths.setdefault(task.name, {})[str(L)] = str(exc)
                 bar.update(1)
                 continue
-            indices = list(range(n))
-            plan.groups.append((task, L, indices))
-            if task.kind != "generate":
-                plan.runner_work.append(RunnerWork(task, L, indices))
-            else:
-                plan.gen_items += builder.items(task, L, indices, chat)
+            plan.pools[(task.name, L)] = n
+            indices = list(range(n)) if selection is None else _selected(selection, task.name, L, n)
+            if indices:  # (a selection may name none of this cell's samples yet)
+                plan.groups.append((task, L, indices))
+                if task.kind != "generate":
+                    plan.runner_work.append(RunnerWork(task, L, indices))
+                else:
+                    plan.gen_items += builder.items(task, L, indices, chat)
             bar.update(1)
     bar.close()
     return plan
+
+
+def _selected(selection: dict[str, dict[int, list[int]]], task: str, length: int, pool: int) -> list[int]:
+    """The selected indices of one cell, sorted, each within its pool (a caller's mistake otherwise)."""
+    chosen = sorted(set(selection.get(task, {}).get(length, [])))
+    if chosen and not (0 <= chosen[0] and chosen[-1] < pool):
+        raise ValueError(f"selected samples of {task} at {length} lie outside its pool of {pool}")
+    return chosen
 
 
 class _TaskChat(NamedTuple):

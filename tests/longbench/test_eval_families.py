@@ -227,7 +227,7 @@ def test_paper_suite_reports_families_with_length_control():
     from types import SimpleNamespace
 
     from harness.pipeline.aggregate import aggregate
-    from harness.pipeline.results import _report_suites
+    from harness.pipeline.results import report_suites
     from tasks.registry import all_suites, get_task
 
     names = all_suites()["paper"]
@@ -244,7 +244,7 @@ def test_paper_suite_reports_families_with_length_control():
         contexts={"fp": 8192},
         unavailable_lengths={},
     )
-    suites = _report_suites(plan)
+    suites = report_suites(plan)
     assert {k: (v["lengths"], v["length_controlled"]) for k, v in suites.items()} == {
         "ruler": ([4096, 8192], True),
         "longbench": ([7500], False),  # pred.py's prompt budget for an 8K model
