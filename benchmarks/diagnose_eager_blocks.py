@@ -3,7 +3,7 @@
     python benchmarks/diagnose_eager_blocks.py --model /work/models/smollm2-135m-instruct --length 8k --dtype bf16
 
 `harness diagnose rope`'s D_logit at one length (two eager forward passes of that length per run, as
-Figure 1 right measures it) with harness.diagnose.capture.EAGER_BLOCK_BYTES at its default and set
+Figure 1 right measures it) with training.attention_capture.EAGER_BLOCK_BYTES at its default and set
 so large that one block holds every row (the kernel before the blocks), alternating whole/blocks
 `--repeats` times in one process so load on shared cores hits both alike. Prints wall, process CPU
 (user + system) and peak-RSS growth of each, the ratio whole/blocks, and both D_logit values (equal
@@ -33,9 +33,9 @@ def main() -> int:
     import torch
 
     from harness.core.lengths import parse_lengths
-    from harness.diagnose import capture
     from harness.diagnose.rope import Settings, measure
     from harness.diagnose.text import token_samples
+    from training import attention_capture as capture
 
     (length,) = parse_lengths(args.length)
     from transformers import AutoModelForCausalLM, AutoTokenizer

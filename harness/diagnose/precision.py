@@ -27,33 +27,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Names users type -> torch dtype names. fp64 is the reference precision.
-DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp64": "float64"}
-_ALIASES = {
-    "bfloat16": "bf16",
-    "float16": "fp16",
-    "half": "fp16",
-    "float32": "fp32",
-    "float": "fp32",
-    "float64": "fp64",
-    "double": "fp64",
-}
+from training.rope_deviation import canonical_dtype, torch_dtype
+
+# The precision names (bf16, fp16, fp32, fp64) and their torch dtypes are the RoPE measurement's
+# (training.rope_deviation), shared with the in-loop probe.
 SOURCES = ("angles", "rotated", "product")
-
-
-def canonical_dtype(name: str) -> str:
-    """'bfloat16' -> 'bf16'; raises ValueError for unknown names."""
-    key = name.strip().lower()
-    key = _ALIASES.get(key, key)
-    if key not in DTYPES:
-        raise ValueError(f"unknown dtype {name!r}: use one of {', '.join(DTYPES)}")
-    return key
-
-
-def torch_dtype(name: str):
-    import torch
-
-    return getattr(torch, DTYPES[canonical_dtype(name)])
 
 
 @dataclass(frozen=True)

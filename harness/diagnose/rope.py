@@ -32,6 +32,11 @@ Two measurements per (checkpoint, dtype), both averaged over text samples:
   are redone by harness.diagnose.precision with each error source alone at the model's precision
   (the rest float64), all of them low, and none (baseline). interaction = all_low − Σ single.
 
+The computation of D itself (the q/k capture, the float64 row differences, the weights n) is
+training.rope_deviation's, and training.attention_capture's: the in-loop RoPE probe of `harness
+train` (training.probes) logs D with the same functions, so both give the same number on the same
+weights. This module adds the shifts, samples, Eq. 5 and the error sources.
+
 Memory stays bounded: rows are built one layer at a time, in blocks of query rows sized by
 `max_bytes`, never a layers × heads × L × L tensor.
 
@@ -52,25 +57,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harness.core.errors import UserError
-from harness.diagnose.capture import (
-    attention_layers,
-    capture_attention,
-    capture_projections,
-    rope_angles_fp64,
-    rotary_module,
-)
-from harness.diagnose.precision import (
-    HIGH,
-    SOURCES,
-    Precision,
-    apply_rope,
-    canonical_dtype,
-    logits,
-    low_precision,
-    rope_cos_sin,
-    torch_dtype,
-)
+from harness.diagnose.capture import capture_projections, rope_angles_fp64, rotary_module
+from harness.diagnose.precision import HIGH, SOURCES, Precision, apply_rope, logits, low_precision, rope_cos_sin
 from harness.diagnose.summary import LOGIT_DELTA1, PER_TOKEN_DELTA1, summarise
+from training.attention_capture import attention_layers, capture_attention
+from training.rope_deviation import (
+    CPU_BLOCK_BYTES,
+    CPU_CHUNK_BYTES,
+    attention_differences,
+    canonical_dtype,
+    check_full_attention,
+    expand_kv,
+    key_weights,
+    model_product,
+    working_bytes,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -80,32 +81,6 @@ DEFAULT_SHIFTS = (0, 2, 4, 6, 8, 10, 12, 14, 15, 17, 18, 20, 22, 50, 100, 200, 5
 DEFAULT_DELTA2 = 16
 # Figure 1 (right): the sequence lengths of the logit difference.
 DEFAULT_LOGIT_LENGTHS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
-DEFAULT_MAX_BYTES = 1 << 28
-# On CUDA: this share of the free memory for row blocks, the same again for stored q/k.
-CUDA_MEMORY_SHARE = 0.3
-# On CPU a block of rows larger than this leaves the caches: several shifts at 16-32 MB per block
-# ran 1.6-4x faster than one shift per 256 MB block (L=256-512, 4 heads, one thread).
-CPU_BLOCK_BYTES = 1 << 25
-# On CPU the float64 steps after each block's product run on chunks of heads of at most this many
-# bytes of rows (a core's L2 on current x86 server parts): see attention_differences.
-CPU_CHUNK_BYTES = 1 << 21
-
-
-def working_bytes(batch_bytes: int | None, device) -> int:
-    """The memory for batching shifts in one measure(): `batch_bytes` when given, else by device.
-
-    On a GPU the CPU budget would hold one 7B/L=4096 layer's q/k for a single shift at a time: one
-    batch per shift, the Δ2 rows rebuilt per shift, hundreds of thousands of small kernels. A share
-    of the free memory lets all 19 shifts of a layer go through each block of rows together.
-    """
-    if batch_bytes is not None:
-        return int(batch_bytes)
-    import torch
-
-    if str(device).startswith("cuda") and torch.cuda.is_available():
-        free, _ = torch.cuda.mem_get_info(torch.device(device))
-        return max(DEFAULT_MAX_BYTES, int(free * CUDA_MEMORY_SHARE))
-    return DEFAULT_MAX_BYTES
 
 
 @dataclass(frozen=True)
@@ -126,207 +101,11 @@ class Settings:
         return max([self.seq_len, *self.logit_lengths])
 
 
-@dataclass
-class LayerDiff:
-    cols_HL: torch.Tensor  # Σ_i |P1_ij − P2_ij| per head and key position j (float64)
-    logit_first_H: torch.Tensor  # Σ_i |A1_i1 − A2_i1| per head (float64)
-
-    def head_d(self):
-        """Eq. 4 restricted to this layer, per head."""
-        return (self.cols_HL * key_weights(self.cols_HL.shape[-1], self.cols_HL.device)).sum(-1)
-
-
-def key_weights(length: int, device=None):
-    """n = [1/L, 1/(L−1), …, 1]: column j (0-based) of a causal L×L matrix has L − j entries."""
-    import torch
-
-    return 1.0 / torch.arange(length, 0, -1, dtype=torch.float64, device=device)
-
-
-def model_product(kernel: str, dtype: str) -> str:
-    """Precision of the q·k product each kernel uses for a model in `dtype`."""
-    d = canonical_dtype(dtype)
-    if kernel == "eager" or d in ("fp32", "fp64"):
-        return d
-    return "fp32"  # sdpa / FlashAttention accumulate and keep scores in float32
-
-
-def _expand_kv(k_HLD, num_heads: int):
-    groups = num_heads // k_HLD.shape[0]
-    return k_HLD if groups == 1 else k_HLD.repeat_interleave(groups, dim=0)
-
-
-# Query rows per block at most: past the first blocks, a block's keys stop at its last row, so
-# small blocks skip most of the masked upper triangle (about half the work at long L).
-MAX_BLOCK_ROWS = 256
-
-
-def attention_difference(
-    q1_HLD, k1_HLD, q2_HLD, k2_HLD, scaling: float, product: str, max_bytes: int = DEFAULT_MAX_BYTES
-) -> LayerDiff:
-    """Column sums of |softmax rows(Δ1) − softmax rows(Δ2)| for one layer, in blocks of rows.
-
-    k may have fewer (grouped) heads than q. Softmax and differences are in float64.
-    """
-    return attention_differences([(q1_HLD, k1_HLD)], q2_HLD, k2_HLD, scaling, product, max_bytes)[0]
-
-
-def attention_differences(
-    qk1,
-    q2_HLD,
-    k2_HLD,
-    scaling: float,
-    product: str,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    batch_bytes=None,
-    chunk_bytes: int | None = None,
-) -> list[LayerDiff]:
-    """attention_difference for several (q1, k1) against one (q2, k2), the shifts batched.
-
-    The Δ2 rows of a block are built once for all shifts, and the shifts go through each block's
-    product, softmax and difference together, in batches of at most `batch_bytes` of float64 rows
-    (None: all at once). The block of rows is sized by `max_bytes` alone, as for one shift: the
-    product's rounding depends on the block's shape (not on the batch), so results do not depend
-    on how many shifts share a batch.
-
-    `chunk_bytes` (CPU): the float64 steps after the product (mask, softmax, difference, column
-    sums) go through a block a few heads at a time, at most this many bytes of rows per chunk, so
-    their five passes over the rows stay in the core's cache instead of streaming a whole block
-    (9 heads x 256 rows x 1024 keys is 19 MB) through memory each time: 1.6-1.8x on these steps
-    alone; end to end on SmolLM2 (CPU, sources on) 1.00-1.01x (benchmarks/RESULTS.md). These steps work row by row and head by head, so the chunking
-    changes no rounding (tests check equality). None: all heads at once (GPUs).
-    """
-    import torch
-
-    num_heads, length, _ = q2_HLD.shape
-    p = torch_dtype(product)
-    # Cast before expanding grouped kv heads: the same values, a third of the conversions.
-    q2, k2 = q2_HLD.to(p), _expand_kv(k2_HLD.to(p), num_heads)
-    device = q2_HLD.device
-    rows, per_batch = _block_sizes(num_heads, length, len(qk1), max_bytes, batch_bytes)
-    batches = _stack_shifts(qk1, per_batch, p, num_heads)
-    cols = torch.zeros(len(qk1), num_heads, length, dtype=torch.float64, device=device)
-    firsts = torch.zeros(len(qk1), num_heads, dtype=torch.float64, device=device)
-    keys = torch.arange(length, device=device)
-    for r0 in range(0, length, rows):
-        r1 = min(length, r0 + rows)
-        future = keys[None, :r1] > keys[r0:r1, None]  # [rows, r1]: keys after the query
-        a2 = _block_logits(q2[:, r0:r1], k2[:, :r1], scaling)
-        a2_first = a2[..., 0].to(torch.float64)
-        p2 = torch.empty(a2.shape, dtype=torch.float64, device=device)
-        for h0, h1 in _head_chunks(num_heads, 1, r1 - r0, r1, chunk_bytes):
-            p2[h0:h1] = torch.softmax(a2[h0:h1].masked_fill_(future, float("-inf")).to(torch.float64), dim=-1)
-        del a2
-        for n, (q1, k1) in enumerate(batches):
-            s0, s1 = n * per_batch, n * per_batch + q1.shape[0]
-            a1 = _block_logits(q1[:, :, r0:r1], k1[:, :, :r1], scaling)  # [s, H, rows, r1]
-            firsts[s0:s1] += (a1[..., 0].to(torch.float64) - a2_first).abs_().sum(-1)
-            if _fuses(device):
-                cols[s0:s1, :, :r1] += _diff_colsum_cuda(a1, p2, future)
-                del a1
-                continue
-            for h0, h1 in _head_chunks(num_heads, s1 - s0, r1 - r0, r1, chunk_bytes):
-                p1 = torch.softmax(a1[:, h0:h1].masked_fill_(future, float("-inf")).to(torch.float64), dim=-1)
-                cols[s0:s1, h0:h1, :r1] += p1.sub_(p2[h0:h1]).abs_().sum(-2)
-                del p1
-            del a1
-    return [LayerDiff(cols[i], firsts[i]) for i in range(len(qk1))]
-
-
-def _block_sizes(num_heads: int, length: int, shifts: int, max_bytes: int, batch_bytes) -> tuple[int, int]:
-    """(query rows per block, shifts per batch): a block's rows sized by `max_bytes` for one shift,
-    as many shifts per batch as `batch_bytes` of float64 rows hold (None: all of them)."""
-    # About five float64 [H, rows, L] tensors live at once per shift (logits, probabilities, diff).
-    rows = max(1, min(length, MAX_BLOCK_ROWS, max_bytes // (5 * 8 * num_heads * length)))
-    per_batch = shifts
-    if batch_bytes is not None:
-        per_batch = max(1, min(per_batch, batch_bytes // (4 * 8 * num_heads * rows * length)))
-    return rows, per_batch
-
-
-def _stack_shifts(qk1, per_batch: int, p, num_heads: int) -> list:
-    """[S, H, L, D] stacks of q and (expanded) k in the product dtype, one pair per batch of shifts."""
-    import torch
-
-    return [
-        (
-            torch.stack([q.to(p) for q, _ in qk1[b : b + per_batch]]),
-            torch.stack([_expand_kv(k.to(p), num_heads) for _, k in qk1[b : b + per_batch]]),
-        )
-        for b in range(0, len(qk1), per_batch)
-    ]
-
-
-def _head_chunks(
-    num_heads: int, shifts: int, block_rows: int, width: int, chunk_bytes: int | None
-) -> list[tuple[int, int]]:
-    """Head ranges whose float64 rows [shifts, heads, block_rows, width] fit chunk_bytes (None: all heads)."""
-    step = num_heads
-    if chunk_bytes is not None:
-        step = max(1, min(num_heads, chunk_bytes // (8 * shifts * block_rows * width)))
-    return [(h0, min(num_heads, h0 + step)) for h0 in range(0, num_heads, step)]
-
-
-def _softmax_diff_colsum(a1, p2, future):
-    """Σ over a block's rows of |softmax(a1, future keys masked, in float64) − p2|: [s, H, rows, keys]
-    logits in the product dtype and [H, rows, keys] float64 Δ2 rows give [s, H, keys] float64."""
-    import torch
-
-    p1 = torch.softmax(a1.masked_fill(future, float("-inf")).to(torch.float64), dim=-1)
-    return (p1 - p2).abs().sum(-2)
-
-
-# CUDA: the float64 steps after each block's product are memory-bound (about 90 bytes moved per
-# logit in eager mode: a float64 copy, softmax, difference, abs, sum); torch.compile fuses them into
-# a few kernels that read the logits and the Δ2 rows once or twice. Only the order of float64 sums
-# changes (tests/diagnose: equal to the eager steps within 1e-12 relative). Set to False, or any
-# compile failure, and the eager steps run.
-FUSE_ON_CUDA = True
-_fused: dict[str, Any] = {}
-
-
-def _fused_diff_colsum():
-    """The compiled _softmax_diff_colsum (shapes dynamic: each block has its own key count), or None
-    once compiling has failed on this machine (then the eager steps run, saying so once)."""
-    if "fn" not in _fused:
-        import torch
-
-        _fused["fn"] = torch.compile(_softmax_diff_colsum, dynamic=True)
-    return _fused["fn"]
-
-
-def _fuses(device) -> bool:
-    return device.type == "cuda"
-
-
-def _diff_colsum_cuda(a1, p2, future):
-    fn = _fused_diff_colsum() if FUSE_ON_CUDA else None
-    if fn is not None:
-        try:
-            return fn(a1, p2, future)
-        except Exception as exc:  # noqa: BLE001 - no Triton / compiler here: the eager steps give the same numbers
-            import warnings
-
-            warnings.warn(f"diagnose: fused float64 steps unavailable ({type(exc).__name__}); running them eagerly")
-            _fused["fn"] = None
-    return _softmax_diff_colsum(a1, p2, future)
-
-
-def _block_logits(q, k, scaling: float):
-    """q·kᵀ·scaling in q's dtype, as precision.logits computes it (before its float64 cast).
-
-    -inf is exact in every product dtype, so callers mask future keys before casting to float64.
-    """
-    import torch
-
-    return torch.matmul(q, k.transpose(-1, -2)).mul_(scaling)
-
-
 def first_logit_difference(q1_HLD, k1_HLD, q2_HLD, k2_HLD, scaling: float, product: str):
     """Σ_i |A1_i1 − A2_i1| per head: the first-key logits only (Eq. 5 before the 1/T)."""
     num_heads = q1_HLD.shape[0]
-    a1 = logits(q1_HLD, _expand_kv(k1_HLD[:, :1], num_heads), scaling, product)[..., 0]
-    a2 = logits(q2_HLD, _expand_kv(k2_HLD[:, :1], num_heads), scaling, product)[..., 0]
+    a1 = logits(q1_HLD, expand_kv(k1_HLD[:, :1], num_heads), scaling, product)[..., 0]
+    a2 = logits(q2_HLD, expand_kv(k2_HLD[:, :1], num_heads), scaling, product)[..., 0]
     return (a1 - a2).abs().sum(-1)
 
 
@@ -435,12 +214,7 @@ class _Measurement:
             raise UserError(
                 "partial rotary embeddings are not supported by the source decomposition: pass --no-sources"
             )
-        window = getattr(model.config, "sliding_window", None)
-        if window and getattr(model.config, "use_sliding_window", True) and window < settings.needed_length():
-            raise UserError(
-                f"the model uses sliding-window attention ({window} tokens), which the diagnostic's causal kernels "
-                f"do not apply: pass --seq-len and --logit-lengths up to {window}"
-            )
+        check_full_attention(model, settings.needed_length(), "pass --seq-len and --logit-lengths")
         if any(len(t) < settings.needed_length() for t in samples):
             raise ValueError(
                 f"every sample needs {settings.needed_length()} tokens (the longest of --seq-len and --logit-lengths)"

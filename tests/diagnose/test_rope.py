@@ -6,9 +6,11 @@ import pytest
 import torch
 from diagnose_reference import apply_rotary_pos_emb, full_logits, layer_inputs, metrics, model_metrics, tiny_llama
 
-from harness.diagnose.capture import capture_attention, capture_projections
+from harness.diagnose.capture import capture_projections
 from harness.diagnose.precision import apply_rope, low_precision, rope_cos_sin
-from harness.diagnose.rope import DEFAULT_SHIFTS, Settings, attention_difference, measure
+from harness.diagnose.rope import DEFAULT_SHIFTS, Settings, measure
+from training.attention_capture import capture_attention
+from training.rope_deviation import attention_difference
 
 L = 96
 
@@ -218,7 +220,7 @@ def test_eager_in_row_blocks_matches_the_whole_matrix(dtype, monkeypatch):
     """The eager kernel computes its weights a block of query rows at a time (capture.EAGER_BLOCK_BYTES):
     down to one row per block, the forward pass equals the whole-matrix kernel to rounding (and, in
     float32, transformers' own eager)."""
-    from harness.diagnose import capture
+    from training import attention_capture as capture
 
     model = tiny_llama(dtype, kv_heads=1)
     ids = torch.tensor([_samples(1)[0]])

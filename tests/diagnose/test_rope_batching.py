@@ -11,7 +11,8 @@ import pytest
 import torch
 from diagnose_reference import tiny_llama
 
-from harness.diagnose.rope import Settings, attention_difference, attention_differences, measure, working_bytes
+from harness.diagnose.rope import Settings, measure
+from training.rope_deviation import attention_difference, attention_differences, working_bytes
 
 L = 80
 
@@ -79,7 +80,7 @@ def test_the_cuda_path_gives_the_same_numbers(product, monkeypatch):
     """The path CUDA takes (every head at once, the float64 steps in one function) equals the CPU's
     head chunks exactly when that function runs eagerly, and within 1e-12 compiled (only the order of
     float64 sums changes). The compiled one runs here on CPU; on CUDA it is the same graph."""
-    from harness.diagnose import rope
+    from training import rope_deviation as rope
 
     q2, k2 = _qk(0)
     pairs = [_qk(s) for s in range(1, 4)]
@@ -99,7 +100,7 @@ def test_the_cuda_path_gives_the_same_numbers(product, monkeypatch):
 
 
 def test_a_compile_failure_falls_back_to_the_eager_steps(monkeypatch):
-    from harness.diagnose import rope
+    from training import rope_deviation as rope
 
     def broken(*args):
         raise RuntimeError("no Triton here")
