@@ -1,0 +1,99 @@
+"""The cells and rounds of a sequential evaluation (harness/pipeline/sequential_cells.py), on made-up
+per-sample values: which samples a round draws, when a cell stops, what results.json records."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.core.results_schema import Sequential
+from harness.core.sequential import draw_order
+from harness.pipeline.sequential_cells import Comparison, Rule
+
+L = 4096
+
+
+def _run(comp: Comparison, value) -> list[dict]:
+    """Rounds until no cell is open; value(task, i) is the unit of a drawn sample. The selections."""
+    seen = []
+    while (sel := comp.next_round()) is not None:
+        seen.append(sel)
+        comp.feed({(t, L): {i: value(t, i) for i in by[L]} for t, by in sel.items()})
+    return seen
+
+
+def test_tasks_at_a_length_draw_the_same_samples_and_stop_when_decided():
+    rule = Rule(alpha=0.05, margin=None, round_size=10)
+    comp = Comparison(rule, {("a", L): 200, ("b", L): 200}, {"s": ["a", "b"]})
+    assert len(comp.cells) == 3 and comp.alpha_cell == 0.05 / 3
+    # this run always better by one whole point on every sample (d = +1): decided in a few rounds
+    sels = _run(comp, lambda t, i: 1.0)
+    first = sels[0]
+    assert first["a"][L] == first["b"][L] == sorted(draw_order(range(200), L, 42)[:10])
+    rec = comp.record()
+    for key in ("a", "b"):
+        cell = rec["cells"][key][str(L)]
+        assert cell["verdict"] == "better" and cell["stopped"] == "decided"
+        assert cell["n"] < 200 and cell["interval"][0] > 0
+    assert rec["cells"]["average"][str(L)]["tasks"] == ["a", "b"]
+    assert rec["samples"]["used"] < rec["samples"]["fixed"] == 400
+    Sequential.model_validate(rec)  # the block follows results.json's schema
+
+
+def test_an_open_average_keeps_its_decided_tasks_drawn():
+    rule = Rule(alpha=0.05, margin=None, round_size=20)
+    comp = Comparison(rule, {("a", L): 100, ("b", L): 100}, {"s": ["a", "b"]})
+    # task a: always better (decided early); task b: worse by as much, so the average is exactly 0
+    # and never decided: a keeps being drawn with b until the pool is used up
+    _run(comp, lambda t, i: 1.0 if t == "a" else 0.0)
+    rec = comp.record()["cells"]
+    assert rec["a"][str(L)]["verdict"] == "better" and rec["b"][str(L)]["verdict"] == "worse"
+    avg = rec["average"][str(L)]
+    assert avg["verdict"] == "undecided" and avg["stopped"] == "pool used up" and avg["n"] == 100
+    assert rec["a"][str(L)]["n"] == 100  # drawn for the average
+    assert avg["interval"] == [0.0, 0.0]  # every sample seen: the pool's mean difference exactly
+
+
+def test_equivalence_stops_a_cell_whose_runs_never_differ():
+    comp = Comparison(Rule(alpha=0.05, margin=10.0, round_size=25), {("a", L): 500}, {})
+    _run(comp, lambda t, i: 0.5)  # d = 0 on every sample
+    cell = comp.record()["cells"]["a"][str(L)]
+    assert cell["verdict"] == "equivalent" and cell["n"] < 250
+    assert -10 < cell["interval"][0] <= 0 <= cell["interval"][1] < 10
+
+
+def test_max_samples_and_a_read_only_arm_bound_what_is_drawn():
+    comp = Comparison(Rule(margin=None, round_size=7, max_samples=30), {("a", L): 500}, {})
+    rng = np.random.default_rng(0)
+    _run(comp, lambda t, i: float(rng.integers(0, 3)) / 2)  # noise around 0: undecided
+    cell = comp.record()["cells"]["a"][str(L)]
+    assert cell["n"] == 30 and cell["verdict"] == "undecided" and cell["stopped"] == "max samples"
+    # the other run scored only some samples: the pool is those, in the shared order
+    arm = {("a", L): {3, 5, 8, 13, 600}}
+    comp = Comparison(Rule(round_size=2), {("a", L): 500}, {}, arm_pools=arm)
+    assert comp.cells[("task", "a", L)].order == draw_order([3, 5, 8, 13], L, 42)
+    sel = comp.next_round()
+    assert set(sel["a"][L]) <= {3, 5, 8, 13} and len(sel["a"][L]) == 2
+
+
+def test_no_shared_samples_is_said_not_evaluated():
+    comp = Comparison(Rule(), {("a", L): 50}, {}, arm_pools={})
+    assert comp.next_round() is None
+    assert comp.record()["cells"]["a"][str(L)]["stopped"] == "no shared samples"
+
+
+def test_a_sample_never_scored_stops_its_cell_instead_of_looping():
+    comp = Comparison(Rule(round_size=5), {("a", L): 50}, {})
+    while (sel := comp.next_round()) is not None:
+        comp.feed({("a", L): {i: 0.5 for i in sel["a"][L][:-1]}})  # one drawn sample never scores
+    cell = comp.record()["cells"]["a"][str(L)]
+    assert cell["stopped"] == "scores missing" and cell["seen"] < cell["n"]
+
+
+def test_width_mode_stops_once_the_interval_is_narrow():
+    comp = Comparison(Rule(width=20.0, round_size=25), {("a", L): 500}, {})
+    rng = np.random.default_rng(1)
+    _run(comp, lambda t, i: float(rng.random() < 0.7))
+    cell = comp.record()["cells"]["a"][str(L)]
+    lo, hi = cell["interval"]
+    assert cell["verdict"] == "within width" and hi - lo < 20 and lo <= cell["estimate"] <= hi
+    assert cell["n"] < 500
