@@ -329,10 +329,14 @@ def training_meta(
     seed: int,
     data: dict,
     job: dict,
+    tokens_per_step: int | None = None,
 ) -> dict:
-    """harness_training.json without its step (docs/contracts.md); `job` is the whole run config."""
+    """harness_training.json without its step (docs/contracts.md); `job` is the whole run config.
+    `tokens_per_step` (window x batch x accumulation x data-parallel ranks) puts a checkpoint at
+    step x tokens_per_step training tokens (a follower's curve and the leaderboard read it)."""
     from harness.core.provenance import git_hash, package_version
 
+    extra = {} if tokens_per_step is None else {"tokens_per_step": int(tokens_per_step)}
     return {
         "schema_version": SCHEMA_VERSION,
         "mode": mode,
@@ -346,6 +350,7 @@ def training_meta(
         "package_version": package_version(),
         "git_hash": git_hash(),
         "job": job,
+        **extra,
     }
 
 
@@ -564,6 +569,15 @@ class CheckpointManager:
             if self.is_main:
                 save_state(self.run_dir, step, {**payload, "rng": rngs})
             self.ctx.barrier()
+
+    def mark_end(self, step: int, *, stopped_early: bool) -> None:
+        """The run has ended at `step` (after finish()): the end-of-run marker a follower waits for
+        (harness.models.run_end), naming the checkpoints kept."""
+        from harness.models.run_end import write_run_end
+
+        if self.is_main:
+            kept = [s for s, _ in list_checkpoints(self.run_dir)]
+            write_run_end(self.run_dir, step, stopped_early=stopped_early, checkpoints=kept)
 
     def finish(self) -> None:
         """Drop ckpt-* directories outside this run's schedule (left by other --steps/--keep-last)."""

@@ -138,6 +138,7 @@ def train(
     import torch
     from transformers.utils import logging as hf_logging
 
+    from harness.models.run_end import clear_run_end
     from training.distributed import SingleProcess
     from training.logging import parse_log_to
     from training.runlock import RunLock
@@ -152,6 +153,7 @@ def train(
     try:
         if lock is not None:
             lock.acquire()
+            clear_run_end(job.out)  # the run goes on: a follower waits for the marker this run writes at its end
         return _train(
             job, pipeline=pipeline, ctx=ctx, progress=progress, stop_after=stop_after, grad_hook=grad_hook, sinks=sinks
         )
@@ -189,7 +191,8 @@ def _last_logged_loss(run_dir: Path, step: int) -> float | None:
     """The loss logged at `step` (a finished run re-run reports it), else None."""
     from training.logging import LOG_NAME, read_log
 
-    rows = [r for r in read_log(run_dir / LOG_NAME) if r.get("step") == step]
+    # (a follower's checkpoint scores share the log: rows without a loss are not steps)
+    rows = [r for r in read_log(run_dir / LOG_NAME) if r.get("step") == step and "loss" in r]
     return rows[-1]["loss"] if rows else None
 
 
@@ -273,6 +276,7 @@ def _nothing_to_train(run: _Run, meta: dict, start_step: int, spent: float, out_
         if ctx.all_reduce_sum(int(missing)) > 0:  # rank 0 looks; every rank takes part in the write
             manager.write_checkpoint(start_step, run.model, run.tokenizer, meta)
         manager.finish()
+    manager.mark_end(start_step, stopped_early=out_of_time and start_step < total)
     return {
         "steps": start_step,
         "losses": [],
@@ -298,6 +302,7 @@ def _training_meta(run: _Run) -> dict:
         seed=d.seed,
         data=run.pipeline.data_info,
         job=run.job.to_json(),
+        tokens_per_step=d.window * d.batch_size * d.grad_accum * run.ctx.dp_size,
     )
 
 
@@ -368,6 +373,8 @@ def _run_steps(
             if stop_after is not None and step >= stop_after:
                 break
         manager.finish()
+        if stopped_early or step >= total:  # ended, not cut short as if killed (stop_after)
+            manager.mark_end(step, stopped_early=stopped_early)
     finally:
         log.close()
     return {
