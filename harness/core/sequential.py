@@ -46,6 +46,11 @@ import numpy as np
 TRUNCATION = 0.75
 # Candidate means: 0.0005 apart in [0, 1], i.e. 0.1 points on a paired difference in [-100, 100].
 GRID_POINTS = 2001
+# The running sum carries rounding error (about t * 2^-53 of it), so the pool's own bounds are widened
+# by far more than that: a pool whose paired difference is exactly 0 (its mean exactly 1/2) is then not
+# read as "better" or "worse" by a last-bit error once every value is seen (it was, in two of three
+# symmetric pools of graded scores; benchmarks/sequential_validity.py). 1e-9 is 2e-7 points.
+ROUNDING_SLACK = 1e-9
 
 RULE = {
     "name": "betting confidence sequence, without replacement",
@@ -131,8 +136,8 @@ class BettingSequence:
         low = np.where(rejected_low.any(-1), g[np.maximum(_last_true(rejected_low), 0)], 0.0)
         high = np.where(rejected_high.any(-1), g[_first_true(rejected_high)], 1.0)
         if self.pool is not None:  # the pool itself: the unseen values lie in [0, 1]
-            low = np.maximum(low, self._sum / self.pool)
-            high = np.minimum(high, (self._sum + self.pool - self.t) / self.pool)
+            low = np.maximum(low, self._sum / self.pool - ROUNDING_SLACK)
+            high = np.minimum(high, (self._sum + self.pool - self.t) / self.pool + ROUNDING_SLACK)
         self._low = np.maximum(self._low, low)  # running intersection
         self._high = np.minimum(self._high, high)
 
