@@ -4,6 +4,7 @@ evaluate the samples it lacks.
     from harness.pipeline.against import arm_config, load_arm, recorded_config
     prov["eval_config"] = recorded_config(plan)         # what results.json keeps to re-run this arm
     arm = load_arm("results/full", ours=cfg)            # Arm(results, path, cfg or None)
+    arm = load_arm("runs/full/ckpt-<1950..2000>", ours=cfg)   # checkpoints, evaluated with our flags
 
 A run of ours records the flags it was evaluated with (results.json provenance "eval_config", its checkpoints
 as resolved paths); when they are there and its checkpoints still exist, the comparison evaluates
@@ -51,20 +52,23 @@ class Arm:
     """The run compared against: its results, its folder, and how to evaluate more of it (None:
     read-only) with why not."""
 
-    results: dict
-    path: Path
+    results: dict | None  # None: checkpoints not evaluated yet (their first round makes it)
+    path: Path  # its --out (for checkpoints: known once their first round is planned)
     cfg: EvalConfig | None
     read_only_reason: str | None = None
 
 
 def load_arm(run: str, ours: EvalConfig) -> Arm:
-    """The --against run: a run directory or its results.json; UserError when it cannot be read."""
+    """The --against run: a run directory or its results.json (an earlier `harness eval`), or
+    checkpoints (an --ckpts spec) evaluated with our flags; UserError when it is neither."""
     from harness.core.results_file import load_results
 
     path = Path(run)
     if not run.strip():
         raise UserError("--against is empty: pass the run directory (or results.json) of the run to compare with")
     file = path / "results.json" if path.is_dir() else path
+    if not file.exists() and path.suffix != ".json":
+        return _checkpoints_arm(run, ours)
     results = load_results(file)
     folder = file.parent
     if not _has_samples(results):
@@ -82,6 +86,18 @@ def load_arm(run: str, ours: EvalConfig) -> Arm:
     if missing:
         return Arm(results, folder, None, f"checkpoint {missing[0]} is gone")
     return Arm(results, folder, cfg)
+
+
+def _checkpoints_arm(spec: str, ours: EvalConfig) -> Arm:
+    """Checkpoints to compare with, evaluated with this run's flags into their own default --out
+    (results/<their name>): the first comparison of two training runs needs no earlier eval."""
+    if not any(ch in spec for ch in "<*?,") and not os.path.exists(spec):
+        raise UserError(
+            f"--against {spec}: no such run folder, results.json or checkpoint: pass the folder of an earlier "
+            "`harness eval`, or checkpoints (e.g. 'runs/full/ckpt-<1950..2000>')"
+        )
+    cfg = dataclasses.replace(ours, ckpts=spec, last=None, name=None, out=None)
+    return Arm(None, Path(), cfg)
 
 
 def _has_samples(results: dict) -> bool:

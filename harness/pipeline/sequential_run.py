@@ -35,7 +35,7 @@ def run_sequential(cfg: EvalConfig, rule: Rule, against: str | None = None, prin
     if arm is not None:
         _check_arm(base, arm)
     suites = _suites(base)
-    arm_pools = None if arm is None or arm.cfg is not None else _scored(arm.results)
+    arm_pools = None if arm is None or arm.cfg is not None else _scored(arm.results or {})
     comp = Comparison(rule, _bounded_pools(base), suites, arm_pools)
     _say_start(comp, arm, rule)
     results: dict = {}
@@ -43,7 +43,8 @@ def run_sequential(cfg: EvalConfig, rule: Rule, against: str | None = None, prin
     while (selection := comp.next_round()) is not None:
         results = _evaluate(replace(cfg, selection=selection))
         if arm is not None and arm.cfg is not None:
-            theirs = _evaluate(replace(arm.cfg, selection=selection, progress=cfg.progress))
+            theirs, arm.path = _evaluate(replace(arm.cfg, selection=selection, progress=cfg.progress), where=True)
+            arm.results = theirs
         comp.feed(paired_units(results, theirs) if theirs is not None else single_units(results))
         results["sequential"] = _block(comp, arm)
         write_results(base.out / "results.json", results)
@@ -58,8 +59,9 @@ def run_sequential(cfg: EvalConfig, rule: Rule, against: str | None = None, prin
     return results
 
 
-def _evaluate(cfg: EvalConfig) -> dict:
-    """One round of one run: plan the selection, compute what its store lacks, aggregate it."""
+def _evaluate(cfg: EvalConfig, where: bool = False):
+    """One round of one run: plan the selection, compute what its store lacks, aggregate it (and,
+    with `where`, say which --out it used)."""
     from harness.pipeline.evaluate import build_results, execute, plan_eval
     from harness.pipeline.store import run_lock
 
@@ -68,7 +70,8 @@ def _evaluate(cfg: EvalConfig) -> dict:
         if waited:
             plan = plan_eval(cfg)
         execute(plan)
-        return build_results(plan)
+        results = build_results(plan)
+    return (results, plan.out) if where else results
 
 
 def _bounded_pools(plan) -> dict[tuple[str, int], int]:
@@ -102,7 +105,7 @@ def _scored(results: dict) -> dict[tuple[str, int], set[int]]:
 def _check_arm(base, arm: Arm) -> None:
     import os
 
-    if os.path.realpath(arm.path) == os.path.realpath(base.out):
+    if arm.results is not None and os.path.realpath(arm.path) == os.path.realpath(base.out):
         raise UserError(
             f"--against {arm.path} is this run's own --out: compare with another run's folder, or pass another --out"
         )
@@ -112,7 +115,7 @@ def _block(comp: Comparison, arm: Arm | None) -> dict:
     block = comp.record()
     if arm is not None:
         block["against"] = {
-            "name": (arm.results.get("run") or {}).get("name"),
+            "name": ((arm.results or {}).get("run") or {}).get("name"),
             "path": str(arm.path),
             "evaluated": arm.cfg is not None,
             **({"read_only": arm.read_only_reason} if arm.cfg is None else {}),
@@ -122,7 +125,8 @@ def _block(comp: Comparison, arm: Arm | None) -> dict:
 
 def _say_start(comp: Comparison, arm: Arm | None, rule: Rule) -> None:
     what = (
-        f"paired with {arm.path} ({'its missing samples evaluated too' if arm.cfg else 'read-only: ' + str(arm.read_only_reason)})"
+        f"paired with {arm.path if arm.results is not None else arm.cfg.ckpts if arm.cfg else ''} "
+        f"({'its missing samples evaluated too' if arm.cfg else 'read-only: ' + str(arm.read_only_reason)})"
         if arm is not None
         else f"until each interval is narrower than {rule.width:g} points"
     )

@@ -139,7 +139,7 @@ def test_until_width_sizes_one_run(ckpt_series, tmp_path):
         (["--until-width", "0"], "--until-width 0.0"),
         (["--until-width", "5", "--equivalence-margin", "3"], "--equivalence-margin is for --against"),
         (["--against", ""], "--against is empty"),
-        (["--against", "NOWHERE"], "results file NOWHERE not found"),
+        (["--against", "NOWHERE"], "--against NOWHERE: no such run folder, results.json or checkpoint"),
     ],
 )
 def test_bad_sequential_flags_are_one_line_errors(ckpt_series, tmp_path, capsys, extra, message):
@@ -184,3 +184,16 @@ def test_recorded_flags_of_another_arm_are_checked_at_the_boundary(arms, tmp_pat
         assert _eval(a_spec, tmp_path / "A", "--against", str(b)) == 2
         err = capsys.readouterr().err
         assert message in err, err
+
+
+def test_against_checkpoints_evaluates_them_with_our_flags(ckpt_series, isolated_cwd):
+    a = isolated_cwd / "A"
+    spec = f"{ckpt_series}/ckpt-<30..30>"
+    assert _eval(f"{ckpt_series}/ckpt-<10..20>", a, "--against", spec, "--round-size", "10") == 0
+    seq = json.loads((a / "results.json").read_text())["sequential"]
+    b = isolated_cwd / "results" / ckpt_series.name  # its default --out, as a plain eval would use
+    assert seq["against"]["evaluated"] is True and (isolated_cwd / seq["against"]["path"]).resolve() == b.resolve()
+    assert seq["against"]["name"] == ckpt_series.name
+    for task in ("toy_digits", "toy_words"):
+        drawn = {i for _, i in _indices(a, task)}
+        assert drawn == {i for _, i in _indices(b, task)} and len(drawn) == seq["cells"][task]["1024"]["n"]
