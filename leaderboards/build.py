@@ -28,6 +28,7 @@ from leaderboards.labels import declared, is_ruler, suite_rank
 from leaderboards.paint import paint
 from leaderboards.rows import checkpoint_text, flag_sets, row_identity
 from leaderboards.series import chart_series
+from leaderboards.shared import shared_cell, shared_columns, shared_delta_interval
 
 # ----------------------------------------------------------------------------------------------
 # Reading results files
@@ -106,6 +107,9 @@ def build(
     present = {s for r in runs for s in r["suites"]}
     suite_names = sorted(present, key=suite_rank)
     columns = [c for s in suite_names for c in suite_columns(s, [r["suites"][s] for r in runs if s in r["suites"]])]
+    # a task subset compared task by task: shared columns first, each suite's own copy of them dropped
+    shared, replaced = shared_columns(runs, columns)
+    columns = shared + [c for c in columns if c["id"] not in replaced]
     groups = _header_groups(columns)
     base_run = next((r for r in runs if r["run"]["name"] == baseline), None)
     rows = _rows(runs, columns, suite_names, base_run, threshold, root)
@@ -150,7 +154,9 @@ def _header_groups(columns: list[dict]) -> list[dict]:
         else:
             # A suite no family declares is labelled by its task names: shown as written, not upper-cased.
             by_tasks = declared(c["suite"]) is None and c["group"] != c["suite"]
-            groups.append({"suite": c["suite"], "label": c["group"], "span": 1, "by_tasks": by_tasks})
+            groups.append(
+                {"suite": c["suite"], "label": c["group"], "span": 1, "by_tasks": by_tasks, "note": c.get("subset")}
+            )
     return groups
 
 
@@ -190,7 +196,10 @@ def _rows(
             "flag_suites": sorted(flag_suites[info["name"]]),
             "delta_flags": delta_flags.get(info["name"], []),
             "is_baseline": info["name"] == baseline,
-            "cells": {c["id"]: cell(run, c["suite"], c, threshold) for c in columns},
+            "cells": {
+                c["id"]: shared_cell(run, c) if c.get("shared") else cell(run, c["suite"], c, threshold)
+                for c in columns
+            },
         }
         _mark_imported(row, run)
         rows.append(row)
@@ -208,7 +217,11 @@ def _add_deltas(rows: list[dict], runs: list[dict], columns: list[dict], base_ru
                 base_row,
                 c,
                 baseline,
-                delta_interval(run, base_run, c, replicates) if c["numeric"] and not row["is_baseline"] else None,
+                None
+                if not c["numeric"] or row["is_baseline"]
+                else shared_delta_interval(run, base_run, c)
+                if c.get("shared")
+                else delta_interval(run, base_run, c, replicates),
             )
             for c in columns
         }

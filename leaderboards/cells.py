@@ -59,7 +59,15 @@ def stat_cell(stats: dict, what: str, extra: str = "") -> dict:
         parts.append(f"{stats['num_samples']} samples")
     iv = cell_interval(stats)
     if iv is not None:
-        parts.append(f"95% interval [{iv[0]:.2f}, {iv[1]:.2f}] (bootstrap over samples and checkpoints)")
+        how = (
+            "its harness's standard error, normal approximation"
+            if stats.get("ci_from") == "stderr"
+            else "bootstrap over samples and checkpoints"
+        )
+        parts.append(f"95% interval [{iv[0]:.2f}, {iv[1]:.2f}] ({how})")
+    prompt = stats.get("prompt_tokens")
+    if isinstance(prompt, (int, float)):
+        parts.append(f"prompts: {prompt:,.0f} tokens on average, as counted where they were made")
     if extra:
         parts.append(extra)
     marks = _marks(stats, parts)
@@ -69,6 +77,7 @@ def stat_cell(stats: dict, what: str, extra: str = "") -> dict:
         "bound": stats.get("bound"),
         "ci": list(iv) if iv is not None else None,
         "pm": f"±{(iv[1] - iv[0]) / 2:.1f}" if iv is not None else None,
+        "prompt": f"{prompt:,.0f} tok" if isinstance(prompt, (int, float)) else None,
         "value": float(stats["mean"]),
         "std": stats.get("std"),
         "min": stats.get("min"),
@@ -319,6 +328,8 @@ def _add_interval(out: dict, iv: dict) -> None:
     )
     if iv["paired_samples"] and iv["unpaired_tasks"]:
         how += f"; unpaired for {', '.join(iv['unpaired_tasks'])} (different samples)"
+    if iv.get("from_stderr"):  # an imported cell without per-sample scores (leaderboards.shared)
+        how += f"; {', '.join(iv['from_stderr'])} drawn from its harness's standard error (normal)"
     verdict = (
         "significant at 95%: the interval excludes 0"
         if iv["significant"]

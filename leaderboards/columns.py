@@ -40,6 +40,7 @@ def tasks_covered(suite: dict) -> tuple[int, int]:
 def suite_columns(name: str, suites: list[dict]) -> list[dict]:
     """Columns of one suite group, from the union over runs of what they evaluated."""
     label = suite_label(name, [t for s in suites for t in s["tasks"]])
+    note = _subset_note(name, suites)
     cols: list[dict] = []
     many_tasks = any(len(s["tasks"]) > 3 for s in suites) or any(
         tasks_covered(s)[0] != tasks_covered(s)[1] for s in suites
@@ -56,9 +57,25 @@ def suite_columns(name: str, suites: list[dict]) -> list[dict]:
     cols += _nolima_columns(name, suites)
     for c in cols:
         c.setdefault("group", label)
+        if note:
+            c["subset"] = note  # the page's header group says it; the Tasks column says it everywhere
         c.update(suite=name, id=f"{name}/{c['key']}")
         c["numeric"] = c["key"] not in TEXT_KEYS
     return cols
+
+
+def _subset_note(name: str, suites: list[dict]) -> str:
+    """ "3 of 13 tasks" when every row scored only part of a declared suite: its averages are the
+    subset's, and the page's header says so."""
+    from leaderboards.labels import declared
+
+    counts = {(len(s["evaluated"]), len(s["tasks"])) for s in suites}
+    if declared(name) is None or any(k >= n for k, n in counts):
+        return ""
+    if len(counts) == 1:
+        k, n = next(iter(counts))
+        return f"{k} of {n} tasks"
+    return "subsets of its tasks"
 
 
 def _length_columns(name: str, suites: list[dict]) -> list[dict]:

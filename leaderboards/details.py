@@ -16,6 +16,7 @@ from leaderboards.labels import TASK_LABELS, format_length, path_label, suite_la
 from leaderboards.paint import color
 
 PROVENANCE_FIELDS = [
+    "harness",  # which harness made the scores: ours, or the one an imported row came from
     "package_version",
     "git_hash",
     "backend",
@@ -29,8 +30,29 @@ PROVENANCE_FIELDS = [
     "tokenizer",
     "seed",
     "lm_eval_version",
+    "model_args",
     "created",
+    "imported_by",
 ]
+# An imported run's source and note: shown in its own details (files, protocol), not as table cells.
+_NOT_FIELDS = {"dataset_hashes", "source", "imported"}
+
+
+def _field(run: dict, f: str):
+    """A provenance field as the table shows it: the harness that made the row (an imported row's
+    own, from its file), the importer in one line, the rest as recorded."""
+    from harness.core.imported import imported_source
+
+    prov = run.get("provenance") or {}
+    if f == "harness":
+        src = imported_source(run)
+        if src is not None:
+            return " ".join(str(x) for x in (src.get("harness"), src.get("version")) if x)
+        return "longctx-harness" + (f" {prov['package_version']}" if prov.get("package_version") else "")
+    value = prov.get(f)
+    if f == "imported_by" and isinstance(value, dict):
+        return " ".join(str(value[k]) for k in ("package_version", "git_hash", "at") if value.get(k))
+    return value
 
 
 def drilldown(run: dict) -> dict:
@@ -86,9 +108,9 @@ def provenance(runs: list[dict], root: Path | None = None) -> dict:
     """Every provenance field side by side (marked where the runs differ), and each run's sources,
     dataset hashes and checkpoints."""
     fields = []
-    extra = sorted({k for r in runs for k in (r.get("provenance") or {})} - set(PROVENANCE_FIELDS) - {"dataset_hashes"})
+    extra = sorted({k for r in runs for k in (r.get("provenance") or {})} - set(PROVENANCE_FIELDS) - _NOT_FIELDS)
     for f in PROVENANCE_FIELDS + extra:
-        vals = [(r.get("provenance") or {}).get(f) for r in runs]
+        vals = [_field(r, f) for r in runs]
         fields.append(
             {
                 "field": f,
@@ -99,10 +121,18 @@ def provenance(runs: list[dict], root: Path | None = None) -> dict:
     runs_info = []
     for r in runs:
         prov = r.get("provenance") or {}
+        src: dict = prov["source"] if isinstance(prov.get("source"), dict) else {}
         runs_info.append(
             {
                 "run": r["run"]["name"],
                 "sources": r["sources"],
+                # an imported run: the other harness's files and how it builds each suite's inputs
+                "imported_files": [f.get("file") for f in src.get("files") or [] if isinstance(f, dict)],
+                "protocol": [
+                    (suite, sorted((k, str(v)) for k, v in proto.items() if k != "summary"), proto.get("summary"))
+                    for suite, proto in sorted((src.get("protocol") or {}).items())
+                    if isinstance(proto, dict)
+                ],
                 "dataset_hashes": sorted((prov.get("dataset_hashes") or {}).items()),
                 "checkpoints": [
                     {

@@ -54,8 +54,11 @@ def csv_table(board: dict, view: str = "scores") -> dict:
     header = list(_FIXED)
     for col in board["columns"]:
         header.append(safe_text(_col_name(col)))
-        if col["numeric"] and view == "scores":
-            header.append(safe_text(_col_name(col) + " std"))
+        if col["numeric"]:
+            if view == "scores":
+                header.append(safe_text(_col_name(col) + " std"))
+            # the page's ± : the 95% interval (bootstrap, or an imported harness's standard error)
+            header += [safe_text(_col_name(col) + " 95% low"), safe_text(_col_name(col) + " 95% high")]
     header.append("Flags")
     rows = []
     for row in board["rows"]:
@@ -69,7 +72,11 @@ def csv_table(board: dict, view: str = "scores") -> dict:
             else:
                 vals.append(_num(cell["value"]))
             if col["numeric"] and view == "scores":
-                vals.append(_num(cell.get("std")))
+                # the spread over checkpoints: none for one checkpoint (an imported run), never "0.00"
+                vals.append(_num(cell.get("std")) if (cell.get("n") or 0) > 1 else "")
+            if col["numeric"]:
+                ci = cell.get("ci") or [None, None]
+                vals += [_num(ci[0]), _num(ci[1])]
         vals.append(safe_text("; ".join(row["flags"] if view == "scores" else row["delta_flags"])))
         rows.append({"id": row["id"], "values": vals})
     return {"header": header, "rows": rows}
@@ -77,7 +84,7 @@ def csv_table(board: dict, view: str = "scores") -> dict:
 
 def json_table(board: dict, view: str = "scores") -> dict:
     key = _cells_key(view)
-    keep = ("value", "std", "min", "max", "n", "steps", "num_samples", "text", "reason")
+    keep = ("value", "std", "min", "max", "n", "steps", "num_samples", "ci", "prompt", "text", "reason")
     return {
         "title": board["title"],
         "view": view,
@@ -160,17 +167,24 @@ def to_markdown(board: dict, view: str = "scores") -> str:
         for c in cols:
             cell = row[key][c["id"]]
             text = cell["text"]
-            if view == "scores" and c["numeric"] and cell["value"] is not None and cell.get("std") is not None:
-                text = f"{text} ± {cell['std']:.2f}"
+            if c["numeric"] and cell["value"] is not None and cell.get("ci"):
+                # what the page's ± says: the half-width of the 95% interval (not a std over one checkpoint)
+                text = f"{text} ± {(cell['ci'][1] - cell['ci'][0]) / 2:.1f}"
             if cell.get("best"):
                 text = f"**{text}**"
             vals.append(_md_escape(text))
         lines.append("| " + " | ".join(vals) + " |")
     notes = []
     if view == "scores":
-        notes.append("Scores ×100, mean ± std over checkpoints; best per column in bold; — = not available.")
+        notes.append(
+            "Scores ×100, mean over checkpoints ± half-width of the 95% interval (as on the page); "
+            "best per column in bold; — = not available."
+        )
     else:
-        notes.append(f"Difference vs baseline run {_md_escape(board['baseline'])} (row minus baseline).")
+        notes.append(
+            f"Difference vs baseline run {_md_escape(board['baseline'])} (row minus baseline) "
+            "± half-width of its 95% interval."
+        )
     if board["threshold_text"]:
         notes.append(f"Effective-length threshold: {_md_escape(board['threshold_text'])}.")
     if any(row["flags"] for row in board["rows"]):

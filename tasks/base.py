@@ -93,6 +93,10 @@ class Task:
     protocols: ClassVar[tuple[str, ...]] = ()
     # Under --chat and the "reference" protocol, the system turn used when --system-prompt is not given.
     reference_system_prompt: ClassVar[str | None] = None
+    # The reference generates up to max_new_tokens and scores a cut of the answer (LongBench's
+    # few-shot tasks keep its first line, its code tasks the first code line): an answer that runs to
+    # the budget is what the reference does too, so it is never flagged as degenerate (!max-len).
+    runs_to_budget: ClassVar[bool] = False
 
     @property
     def protocol(self) -> str:

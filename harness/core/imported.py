@@ -12,7 +12,17 @@ def note(source: dict) -> str:
     summaries = list(dict.fromkeys(p.get("summary") for p in protocols.values() if isinstance(p, dict)))
     text = f"imported from {harness}" + (f" {version}" if version else "")
     shown = "; ".join(s for s in summaries if s)
-    return text + (f" (protocol: {shown})" if shown else "") + ": no per-sample data, never in a paired test"
+    return text + (f" (protocol: {shown})" if shown else "") + ": " + _per_sample(source.get("per_sample"))
+
+
+def _per_sample(state) -> str:
+    """What the row's intervals rest on: its per-sample scores (ours to bootstrap and pair) or the
+    other harness's aggregates."""
+    if state == "every cell":
+        return "per-sample scores imported, intervals and paired differences computed here"
+    if isinstance(state, str) and state.endswith(" cells"):
+        return f"per-sample scores for {state} (intervals computed here), the others from its aggregates"
+    return "no per-sample data: intervals from its standard errors where it wrote them, never paired"
 
 
 def imported_source(run: dict) -> dict | None:

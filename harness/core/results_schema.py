@@ -69,6 +69,8 @@ class DegenerateShares(Strict):
     at_max: Share
     repeat: Share
     n: Positive
+    # kinds the task's reference shows too (Task.runs_to_budget: "at_max"), never flagged
+    expected: list[Literal["empty", "at_max", "repeat"]] = []
 
 
 class Stats(Strict):
@@ -89,6 +91,12 @@ class Stats(Strict):
     tasks_total: Count | None = None
     degenerate: DegenerateShares | None = None
     bound: Literal["floor", "ceiling", "floor and ceiling"] | None = None
+    # the prompts' mean length in tokens, as the records (or an imported harness's files) counted them
+    prompt_tokens: NonNegative | None = None
+    # an imported aggregate's standard error (x100) and where its interval came from ("stderr": the
+    # other harness's, normal approximation; absent: our bootstrap)
+    stderr: NonNegative | None = None
+    ci_from: Literal["stderr"] | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> Stats:

@@ -16,7 +16,8 @@ import re
 from pathlib import Path
 
 from harness.core.errors import UserError
-from harness.imports.cells import Cell, Source, loads_json, number, percent
+from harness.imports.cells import Cell, Source, loads_json, number, percent, read_text
+from harness.imports.helmet_samples import attach
 
 _WHAT = "a HELMET output <dataset>_..._in<L>_...json or its .json.score (written by HELMET's eval.py)"
 
@@ -98,11 +99,14 @@ def _scale(metric: str, value: float) -> float:
 
 
 def read(path: Path, text: str, length: int | None = None) -> tuple[list[Cell], Source]:
+    """The file's cells, with their samples from the output json (the file itself, or the one beside a
+    `.json.score`), and the run's source."""
     data = loads_json(text, path, _WHAT)
     if not isinstance(data, dict):
         raise UserError(f"{path} is not a JSON object: pass {_WHAT}")
+    full, full_path, entry = _full_output(path, data)
     m = _NAME.fullmatch(path.name)
-    args: dict = _obj(data, "args")
+    args: dict = _obj(full, "args") or _obj(data, "args")
     metrics = _averaged_metrics(path, data)
     dataset_name = str(args.get("dataset") or (m.group("stem") if m else ""))
     dataset = _dataset(dataset_name) if dataset_name else None
@@ -112,8 +116,12 @@ def read(path: Path, text: str, length: int | None = None) -> tuple[list[Cell], 
             f"({dataset_name[:40] or 'none'}): pass {_WHAT}"
         )
     L = _input_length(path, args, m, length)
-    count = len(data["data"]) if isinstance(data.get("data"), list) else None
+    count = len(full["data"]) if isinstance(full.get("data"), list) else None
     source = _source(path, args, m)
+    if entry is not None:
+        source.files.append(entry)
+    prompt = metrics.get("input_len")
+    prompt = float(prompt) if isinstance(prompt, (int, float)) and not isinstance(prompt, bool) and prompt > 0 else None
     cells = []
     for metric, suite, task in _DATASETS[dataset]:
         if metric not in metrics:
@@ -121,8 +129,33 @@ def read(path: Path, text: str, length: int | None = None) -> tuple[list[Cell], 
                 continue
             raise UserError(f'{path}: no "{metric}" among its metrics ({dataset}\'s metric in HELMET): pass {_WHAT}')
         v = _scale(metric, number(metrics[metric], path, f'"{metric}"'))
-        cells.append(Cell(suite, task, L, percent(v, path, f'"{metric}" (as HELMET reports it)'), count, str(path)))
-    return cells, source
+        score = percent(v, path, f'"{metric}" (as HELMET reports it)')
+        cells.append((metric, Cell(suite, task, L, score, count, str(path), prompt_tokens=prompt)))
+    if path.name.endswith("-gpt4eval_o.json"):  # judged scores: no per-sample metric to pair
+        return [c for _, c in cells], source
+    return attach(full_path or path, full, cells, _count(args.get("generation_max_length"))), source
+
+
+def _full_output(path: Path, data: dict) -> tuple[dict, Path | None, dict | None]:
+    """(eval.py's output json, its path, its {"file", "sha256"} when read from beside): the file
+    itself when it holds "data", else the json a `.json.score` was written from, when it is there."""
+    if isinstance(data.get("data"), list):
+        return data, path, None
+    beside = path.with_name(path.name.removesuffix(".score")) if path.name.endswith(".json.score") else None
+    if beside is None or not beside.is_file():
+        return {}, None, None
+    text, digest = read_text(beside)
+    full = loads_json(text, beside, _WHAT)
+    if not isinstance(full, dict):
+        raise UserError(f"{beside} is not a JSON object: pass {_WHAT}")
+    return full, beside, {"file": str(beside), "sha256": digest}
+
+
+def _count(value) -> int | None:
+    """A count from HELMET's args (an int, or the digits eval.py was given)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value > 0 else None
+    return int(value) if isinstance(value, str) and value.isdigit() and int(value) > 0 else None
 
 
 def _averaged_metrics(path: Path, data: dict) -> dict:
@@ -174,7 +207,30 @@ def _source(path: Path, args: dict, m: re.Match | None) -> Source:
         version=f"tag {tag}" if tag else None,
         model=str(model) if model else None,
         protocol={"helmet": proto, "ruler": proto},
+        settings=_settings(args, chat),
     )
+
+
+_API = (("gpt", "openai"), ("claude", "anthropic"), ("gemini", "gemini"), ("togetherapi", "together"))
+
+
+def _settings(args: dict, chat: bool | None) -> dict[str, object]:
+    """What HELMET's args say moves scores (arguments.py; model_utils.py loads HF and vLLM models in
+    bfloat16 unless --no_bf16)."""
+    if not args:
+        return {}
+    model = str(args.get("model_name_or_path") or "")
+    api = next((name for key, name in _API if key in model), None)  # model_utils.load_LLM's order
+    flags = (("use_vllm", "vllm"), ("use_tgi_or_vllm_serving", "tgi/vllm serving"), ("use_sglang", "sglang"))
+    backend = api or next((name for flag, name in flags if args.get(flag)), "hf")
+    seed = args.get("seed")
+    return {
+        "backend": backend,
+        "dtype": None if api else "float32" if args.get("no_bf16") else "bfloat16",
+        "max_model_len": _count(args.get("input_max_length")),
+        "template": "chat template" if chat else "none" if chat is False else None,
+        "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+    }
 
 
 def _obj(data: dict, key: str) -> dict:

@@ -18,11 +18,13 @@ Read here (scores are fractions; x100):
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
 from harness.core.errors import UserError
 from harness.imports.cells import Cell, Source, loads_json, number, percent
+from harness.imports.lm_eval_samples import attach, samples_file
 
 _RULER = {
     "ruler_vt": "vt",
@@ -77,9 +79,17 @@ def _protocols(data: dict, backend: str, max_length: str | None) -> dict[str, di
     short_t = "chat template" if chat else "no chat template"
     return {
         "ruler": {
-            "summary": f"RULER's haystack fitted to L in the model's tokens, {short_t}, left truncation",
-            "length rule": "L from metadata max_seq_lengths; the haystack sized so template + input + answer "
-            "fit L in the model's tokenizer (RULER's rule as lm-eval ports it)",
+            "summary": f"lm-eval's RULER port: the haystack grown in coarse steps below L, answer prefix outside "
+            f"the budget, {short_t}, left truncation",
+            "length rule": "L from metadata max_seq_lengths, in the tokenizer of model_args (tokenizer or "
+            "pretrained); the haystack grows in steps (essays 500 words; repeated or needle lines 25, 5 below 4K; "
+            "vt 10 noise lines; cwe 10 words; qa 10 documents; fwe L/32 words) while tokens(input + answers) + "
+            "the answer budget (niah 128, vt 30, cwe 120, fwe 50, qa 32) stay below L, then one step back: a "
+            "prompt fills L minus the budget minus up to one step, and the answer prefix (gen_prefix) and any "
+            "chat template are not counted (lm_eval/tasks/ruler prepare_niah.generate_samples, *_utils.py)",
+            "scoring": "string_match_all on the stripped answer; qa's string_match_part is the share of the "
+            "references found, not NVIDIA RULER's any-reference match (common_utils.py); vt's answer prefix "
+            "keeps an older RULER's 'assgined' (vt_utils.py)",
             "template": template,
             "truncation": left,
         },
@@ -104,62 +114,124 @@ def _protocols(data: dict, backend: str, max_length: str | None) -> dict[str, di
     }
 
 
-def read(path: Path, text: str, length: int | None = None) -> tuple[list[Cell], Source]:
+def read(
+    path: Path, text: str, length: int | None = None, given: list[Path] | None = None
+) -> tuple[list[Cell], Source]:
+    """The file's cells, each with its samples where lm-eval logged them (`given` samples files, else
+    the ones beside the results file with its date), and the run's source."""
     data = loads_json(text, path, _WHAT)
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise UserError(f'{path} has no "results" object: pass {_WHAT}')
+    source = _source(data)
+    by_task = _cells(path, data, length, source)
+    versions: dict = _obj(data, "versions")
+    cells: list[Cell] = []
+    for task, (family, got) in by_task.items():
+        found = samples_file(path, task, given or [])
+        if found is not None:
+            got, entry = attach(found, task, family, got, versions.get(task))
+            source.files.append(entry)
+        cells += got
+    return cells, source
+
+
+def _cells(path: Path, data: dict, length: int | None, source: Source) -> dict[str, tuple[str, list[Cell]]]:
+    """{lm-eval task: (family, its cells)} of the tasks read here; the others go to source.skipped."""
     configs: dict = _obj(data, "configs")
     n_samples: dict = _obj(data, "n-samples")
     # a group's entry averages its tasks; "group_subtasks" also lists each lone task, with no subtasks
     subtasks: dict = _obj(data, "group_subtasks")
     groups = set(data.get("groups") or {}) | {g for g, members in subtasks.items() if members}
-    source = _source(data)
     longbench = _longbench_suites()
-    cells: list[Cell] = []
+    out: dict[str, tuple[str, list[Cell]]] = {}
     for task, entry in data["results"].items():
-        if task in groups or not isinstance(entry, dict):
-            continue
-        if not isinstance(task, str):
+        if task in groups or not isinstance(entry, dict) or not isinstance(task, str):
             continue
         effective = (n_samples.get(task) or {}).get("effective") if isinstance(n_samples.get(task), dict) else None
         count = int(effective) if isinstance(effective, int) and not isinstance(effective, bool) else None
         if task.startswith("niah_") or task in _RULER:
-            cells += _ruler_cells(path, task, entry, count)
+            out[task] = ("ruler", _ruler_cells(path, task, entry, count))
         elif task.startswith("longbench2_"):
-            v = _percent(path, task, _required(path, task, entry, "acc", "LongBench v2"), "acc")
-            cells.append(Cell("longbench2", task, 0, v, count, str(path)))
-        elif task.startswith("longbench_"):
+            out[task] = (
+                "longbench2",
+                [_mean_cell(path, task, entry, "acc", "LongBench v2", "longbench2", task, 0, count)],
+            )
+        elif task.startswith("longbench_") and task.removeprefix("longbench_") in longbench:
             name = task.removeprefix("longbench_")
-            suite = longbench.get(name)
-            if suite is None:
-                source.skipped.append(task)
-                continue
-            v = _percent(path, task, _required(path, task, entry, "score", "LongBench"), "score")
-            cells.append(Cell(suite, name, 0, v, count, str(path)))
+            cell = _mean_cell(path, task, entry, "score", "LongBench", longbench[name], name, 0, count)
+            out[task] = ("longbench", [cell])
         elif re.fullmatch(r"babilong_qa\d+", task):
-            got = _required(path, task, entry, "acc", "BABILong")
             L = length if length is not None else _babilong_length(path, task, configs)
-            cells.append(Cell("babilong", task, L, _percent(path, task, got, "acc"), count, str(path)))
+            out[task] = ("babilong", [_mean_cell(path, task, entry, "acc", "BABILong", "babilong", task, L, count)])
         else:
             source.skipped.append(task)
-    return cells, source
+    return out
+
+
+def _mean_cell(
+    path: Path, task: str, entry: dict, metric: str, family: str, suite: str, ours: str, L: int, count: int | None
+) -> Cell:
+    """A mean-aggregated task's cell, with lm-eval's standard error of the mean (x100) where it wrote one."""
+    got = _required(path, task, entry, metric, family)
+    se = _stderr(entry.get(f"{metric}_stderr,{got[0].partition(',')[2]}"))
+    return Cell(suite, ours, L, _percent(path, task, got, metric), count, str(path), stderr=se)
+
+
+def _stderr(value) -> float | None:
+    """lm-eval's standard error of a mean, x100; None for its "N/A" (one sample, bootstrap_iters 0, or
+    an aggregation without one)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return 100 * float(value)
+    return None
 
 
 def _source(data: dict) -> Source:
-    """Which lm-eval wrote the file, for which model, and how it builds each suite's inputs."""
+    """Which lm-eval wrote the file, for which model, how it builds each suite's inputs, and the
+    settings its config states (the row's provenance)."""
     config: dict = _obj(data, "config")
     margs = _model_args(config)
     model = margs.get("pretrained") or margs.get("model") or data.get("model_name") or config.get("model")
     version = data.get("lm_eval_version")
+    max_length = margs.get("max_length") or _str(data.get("max_length"))
     return Source(
         harness="lm-eval",
         version=str(version) if version else None,
         git_hash=str(data["git_hash"]) if data.get("git_hash") else None,
         model=str(model) if model else None,
-        protocol=_protocols(
-            data, str(config.get("model") or ""), margs.get("max_length") or _str(data.get("max_length"))
-        ),
+        protocol=_protocols(data, str(config.get("model") or ""), max_length),
+        settings=_settings(data, config, margs, max_length),
     )
+
+
+def _settings(data: dict, config: dict, margs: dict[str, str], max_length: str | None) -> dict[str, object]:
+    """What lm-eval's file says moves scores: backend (`--model`), dtype (model_args, else the loaded
+    model's), the model arguments as given, batch size, max length, chat template, seed, date, versions."""
+    from datetime import datetime, timezone
+
+    dtype = margs.get("dtype") or _str(config.get("model_dtype"))
+    date = data.get("date")
+    created = (
+        datetime.fromtimestamp(float(date), timezone.utc).isoformat(timespec="seconds")
+        if isinstance(date, (int, float)) and not isinstance(date, bool) and 0 < date < 1e11
+        else None
+    )
+    args = config.get("model_args")
+    template = data.get("chat_template")
+    return {
+        "backend": _str(config.get("model")),
+        "dtype": dtype.removeprefix("torch.") if dtype else None,
+        "model_args": args if isinstance(args, str) else ",".join(f"{k}={v}" for k, v in margs.items()) or None,
+        "batch_size": _str(config.get("batch_size")),
+        "max_model_len": max_length,
+        "template": "chat template"
+        + (f" (sha {str(data.get('chat_template_sha'))[:12]})" if data.get("chat_template_sha") else "")
+        if template
+        else "none",
+        "seed": config.get("random_seed") if isinstance(config.get("random_seed"), int) else None,
+        "created": created,
+        "lm_eval_version": _str(data.get("lm_eval_version")),
+        "transformers_version": _str(data.get("transformers_version")),
+    }
 
 
 def _longbench_suites() -> dict[str, str]:
@@ -185,11 +257,13 @@ def _ruler_cells(path: Path, task: str, entry: dict, count: int | None) -> list[
         v = number(value, path, f'results["{task}"]["{key}"]')
         if v == -1:
             continue  # lm-eval's "no sample at this length"
-        found.append((int(m.group(1)), percent(100 * v, path, f'results["{task}"]["{key}"] x100')))
+        # "N/A" at the yaml's lengths (aggregate_metrics has no stderr); mean_stderr at others
+        se = _stderr(entry.get(f"{m.group(1)}_stderr,{m.group(2)}"))
+        found.append((int(m.group(1)), percent(100 * v, path, f'results["{task}"]["{key}"] x100'), se))
     if not found:
         raise UserError(f'{path}: RULER task {task} has no "<length>,<filter>" score: the file is not lm-eval\'s shape')
     per = count // len(found) if count is not None and count % len(found) == 0 else None
-    return [Cell("ruler", ours, L, v, per, str(path)) for L, v in found]
+    return [Cell("ruler", ours, L, v, per, str(path), stderr=se) for L, v, se in found]
 
 
 def _required(path: Path, task: str, entry: dict, metric: str, family: str) -> tuple[str, object]:

@@ -10,7 +10,8 @@ first line is the frame's column numbers:
     Nulls,0/500,1/500
 
 Scores are already x100 (string_match_all/part, rounded to 2 places); "Nulls" is empty predictions
-over samples. The length is the folder above `pred` (scripts/run.sh), or `--length`.
+over samples. The length is the folder above `pred` (scripts/run.sh), or `--length`. The prediction
+files beside it (`<task>.jsonl`) give each sample's score and length (harness.imports.ruler_preds).
 """
 
 from __future__ import annotations
@@ -21,14 +22,19 @@ from pathlib import Path
 
 from harness.core.errors import UserError
 from harness.imports.cells import Cell, Source, number, percent
+from harness.imports.ruler_preds import attach
 
 _WHAT = "a RULER summary.csv / summary-<task>.csv (written by scripts/eval/evaluate.py)"
 
 PROTOCOL = {
     "ruler": {
-        "summary": "RULER's reference: haystack filled to L in the model's tokens with its template",
-        "length rule": "max_seq_length L: the haystack filled until template + input fit L minus the answer's "
-        "tokens_to_generate, counted with the model's tokenizer (scripts/data/prepare.py)",
+        "summary": "RULER's reference: the haystack filled to L in the model's tokens, with its template",
+        "length rule": "max_seq_length L less the model template's tokens: a binary search finds the largest "
+        "haystack (sentences, essay words, noise lines) whose input with its answer prefix plus the task's "
+        "tokens_to_generate (niah 128, vt 30, cwe 120, fwe 50, qa 32) fits, counted with the model's tokenizer "
+        "(scripts/data/synthetic/*.py generate_samples)",
+        "scoring": "string_match_all on the stripped answer; qa string_match_part: 1 when any reference is found "
+        "(scripts/eval/synthetic/constants.py)",
         "template": "the model's template type from scripts/config_models.sh (MODEL_TEMPLATE_TYPE)",
         "truncation": "none: inputs are built to fit L",
     }
@@ -87,4 +93,10 @@ def read(path: Path, text: str, length: int | None = None) -> tuple[list[Cell], 
         raise UserError(
             f"{path}: no length in its path (RULER writes <model>/<benchmark>/<L>/pred/summary.csv): pass --length L"
         )
-    return [Cell("ruler", task, L, v, count, str(path)) for task, v, count in found], source
+    cells = []
+    for task, v, count in found:  # each task's predictions beside the summary give its samples
+        cell, entry = attach(path.parent, Cell("ruler", task, L, v, count, str(path)))
+        cells.append(cell)
+        if entry is not None:
+            source.files.append(entry)
+    return cells, source

@@ -27,6 +27,7 @@ class PerSample:
         self.total_seconds = 0.0
         self.total_samples = 0
         self.degenerate: dict[tuple, Degenerate] = {}  # (task, L) -> degenerate predictions, all checkpoints
+        self.prompts: dict[tuple, list] = {}  # (task, L) -> [prompt tokens summed, records counted, records]
 
     def add(self, r: dict, fp: str) -> None:
         task, L, meta = r["task"], int(r["length"]), r.get("metadata") or {}
@@ -42,6 +43,12 @@ class PerSample:
             entry.update(nll=float(meta["nll"]), tokens=int(meta["tokens"]))
         c["by"].setdefault(fp, {})[int(r["index"])] = entry
         self.degenerate.setdefault((task, L), Degenerate()).add(r)
+        prompt = (r.get("compute") or {}).get("prompt_tokens") if isinstance(r.get("compute"), dict) else None
+        acc = self.prompts.setdefault((task, L), [0, 0, 0])
+        acc[2] += 1
+        if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt > 0:
+            acc[0] += prompt
+            acc[1] += 1
         self.needles.add(r, fp)
         secs = r.get("eval_seconds")
         if isinstance(secs, (int, float)) and secs >= 0:
@@ -69,12 +76,17 @@ class PerSample:
             reps[(task, L)] = cell_replicates(task, L, block, [labels[ck["fingerprint"]] for ck in ckpts])
             assert is_perplexity(block) == ppl
         degenerate = {k: sh for k, d in self.degenerate.items() if (sh := d.shares()) is not None}
+        for (task, _), sh in degenerate.items():
+            if _runs_to_budget(task):
+                sh["expected"] = ["at_max"]
         return {
             "blocks": blocks,
             "reps": reps,
             "depth": self.needles.bins,
             "seconds": self.seconds,
             "degenerate": degenerate,
+            # the mean prompt length of a cell whose every record counted its prompt tokens
+            "prompt_tokens": {k: s / n for k, (s, n, total) in self.prompts.items() if n and n == total},
         }
 
     def throughput(self) -> dict | None:
@@ -97,12 +109,20 @@ class PerSample:
         """The shares of degenerate predictions over the whole run (None when nothing was generated):
         "all empty" is said in the report's last line."""
         whole = Degenerate()
-        for d in self.degenerate.values():
+        for (task, _), d in self.degenerate.items():
             whole.total += d.total
             whole.empty += d.empty
-            whole.at_max += d.at_max
+            whole.at_max += 0 if _runs_to_budget(task) else d.at_max  # its reference runs to the budget too
             whole.repeat += d.repeat
         return whole.shares()
+
+
+def _runs_to_budget(task: str) -> bool:
+    """Whether the task's reference runs its answers to max new tokens (Task.runs_to_budget)."""
+    from tasks.registry import all_tasks
+
+    cls = all_tasks().get(task)
+    return bool(getattr(cls, "runs_to_budget", False))
 
 
 def _num(v: float) -> float:

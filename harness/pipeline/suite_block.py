@@ -133,6 +133,9 @@ def _cell_stats(t: str, L: int, per_ckpt: dict[str, float], counts: dict, ckpts,
     shares = (per.get("degenerate") or {}).get((t, L))
     if shares is not None:  # empty / ran to max new tokens / looping, named never averaged in silence
         stats["degenerate"] = shares
+    prompt = (per.get("prompt_tokens") or {}).get((t, L))
+    if prompt is not None:  # the prompts' real mean length beside the nominal L
+        stats["prompt_tokens"] = round(prompt, 1)
     block = per["blocks"].get((t, L))
     bound = None if block is not None and is_perplexity(block) else _bound(stats, _chance(t))
     if bound:

@@ -40,6 +40,7 @@ from tasks.longbench.prompts import (
     E_BUCKET_SUFFIX,
     E_BUCKETS,
     E_DATASETS,
+    FIRST_LINE_TASKS,
     NO_CHAT_TEMPLATE,
 )
 from tasks.longbench.protocol import PROTOCOLS, REFERENCE, check_budget, reference_budget
@@ -158,6 +159,8 @@ def _make(name: str, dataset: str, data_name: str, bucket: str | None = None) ->
             "bucket": bucket,
             "metric": DATASET2METRIC[dataset],
             "max_new_tokens": DATASET2MAXLEN[dataset],
+            # eval.py scores the first line (few-shot) or first code line (code_sim_score): pred.py runs on
+            "runs_to_budget": dataset in FIRST_LINE_TASKS or DATASET2METRIC[dataset] == "code_sim",
             "__doc__": f"LongBench {dataset}"
             + (f" (LongBench-E{', ' + bucket if bucket else ''})" if data_name.endswith("_e") else ""),
         },

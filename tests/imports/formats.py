@@ -207,8 +207,16 @@ def write_helmet(folder: Path) -> list[Path]:
             "tag": "v1",
             "seed": 42,
         },
-        "data": [
-            {"question": f"q{i}", "answer": "DESC", "output": "label: DESC", "exact_match": 1.0} for i in range(4)
+        "data": [  # eval.py: {**test_item, **output, **mets}, the metric lists below are these values
+            {
+                "question": f"q{i}",
+                "answer": "DESC",
+                "output": "label: DESC" if i != 2 else "label: HUM",
+                "input_len": 130000,
+                "output_len": 3,
+                "exact_match": i != 2,
+            }
+            for i in range(4)
         ],
         "metrics": {"exact_match": [1.0, 1.0, 0.0, 1.0], "input_len": [130000] * 4, "output_len": [3] * 4},
         "averaged_metrics": {"exact_match": 75.0, "input_len": 130000.0, "output_len": 3.0},
