@@ -95,16 +95,25 @@ def write_figures(board: dict, out: Path, formats: tuple[str, ...] = FORMATS) ->
     raster = [f for f in formats if f != "svg"]
     if raster and specs:
         _require_matplotlib(raster)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
+    files: dict[Path, str | bytes] = {}
     for spec in specs:
         if "svg" in formats:
-            path = out / f"{spec['name']}.svg"
-            path.write_text(standalone_svg(_svg(spec)), encoding="utf-8")
-            paths.append(path)
+            files[out / f"{spec['name']}.svg"] = standalone_svg(_svg(spec))
         if raster:
-            paths += _matplotlib_files(spec, out, raster)
-    return paths
+            files.update(_matplotlib_files(spec, out, raster))
+    from harness.core.atomic import atomic_write_many
+
+    # Drawn in memory first, then each file renamed into place: a full disk or a folder that cannot
+    # be made is one line (harness.core.atomic), and no half-written figure is left behind.
+    atomic_write_many(files)
+    if not files:  # nothing to chart: the folder asked for still exists afterwards
+        from harness.core.atomic import os_error
+
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise os_error(out, exc) from None
+    return list(files)
 
 
 def _require_matplotlib(formats: list[str]) -> None:
@@ -117,20 +126,23 @@ def _require_matplotlib(formats: list[str]) -> None:
         ) from None
 
 
-def _matplotlib_files(spec: dict, out: Path, formats: list[str]) -> list[Path]:
+def _matplotlib_files(spec: dict, out: Path, formats: list[str]) -> dict[Path, bytes]:
+    """{path: the figure's bytes} per raster format, drawn in memory."""
+    import io
+
     import matplotlib
     from matplotlib.figure import Figure  # no pyplot: no global figure state, no GUI backend
 
     draw = {"length": _mpl_length, "step": _mpl_step, "eff": _mpl_eff}[spec["kind"]]
-    paths = []
+    files = {}
     with matplotlib.rc_context({"pdf.fonttype": 42, "ps.fonttype": 42, "font.size": 9}):
         fig = Figure(figsize=(6.4, 3.6) if spec["kind"] == "length" else (4.8, 3.2), layout="constrained")
         draw(fig.add_subplot(), spec["data"], spec["label"])
         for fmt in formats:
-            path = out / f"{spec['name']}.{fmt}"
-            fig.savefig(path, format=fmt, dpi=PNG_DPI, metadata=_metadata(fmt, spec["name"]))
-            paths.append(path)
-    return paths
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, dpi=PNG_DPI, metadata=_metadata(fmt, spec["name"]))
+            files[out / f"{spec['name']}.{fmt}"] = buf.getvalue()
+    return files
 
 
 def _metadata(fmt: str, name: str) -> dict:

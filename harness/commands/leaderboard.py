@@ -15,7 +15,6 @@ into the current generation under DIR/.generations/, and one rename switches eve
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 # Every file a leaderboard may write (the delta ones only with --baseline).
 FILES = (
@@ -74,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     for name in FILES:
         check_output_file(out / name)
     formats = parse_formats(args.figure_formats)  # a bad list fails before anything is written
+    figures = check_out(args.figures, "--figures") if args.figures is not None else None  # '' too
     rope = load_rope_diagnostic(args.rope_diagnostic) if args.rope_diagnostic else None
     # Paths on the page count from the folder that holds the page's folder (harness demo: its --out).
     board = build(
@@ -100,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
     publish_files(out, files, managed=FILES)
     for name in files:
         print(out / name)
-    if args.figures:
+    if figures is not None:
         from leaderboards.figures import write_figures
 
-        for path in write_figures(board, Path(args.figures), formats):
+        for path in write_figures(board, figures, formats):
             print(path)
     return 0

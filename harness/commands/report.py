@@ -108,12 +108,18 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--threshold {args.threshold} is above 100: scores are percentages (RULER uses 85.6)")
     if args.digits < 0 or args.digits > 4:
         raise UserError(f"--digits {args.digits}: choose 0 to 4")
-    board = _board(args) if args.figures or args.format == "latex" else {}
-    if args.figures:
-        from leaderboards.figures import parse_formats, write_figures
+    figures = None
+    if args.figures is not None:  # checked like --out, before any work ('' is a mistake, not "no figures")
+        from harness.core.paths import check_out
+        from leaderboards.figures import parse_formats
+
+        figures = (check_out(args.figures, "--figures"), parse_formats(args.figure_formats))
+    board = _board(args) if figures or args.format == "latex" else {}
+    if figures:
+        from leaderboards.figures import write_figures
 
         # On stderr: stdout stays the table, so `harness report R --format latex > table.tex` works.
-        for path in write_figures(board, Path(args.figures), parse_formats(args.figure_formats)):
+        for path in write_figures(board, *figures):
             print(f"wrote {path}", file=sys.stderr)
     if args.format == "latex":
         from leaderboards.latex import to_latex

@@ -48,7 +48,8 @@ def check_out(value: str | os.PathLike | None, flag: str = "--out", *, must_be_d
         raise UserError(f"{flag} {text!r} holds the control character {bad!r}: pass a path of printable characters")
     path = Path(text).expanduser()
     if must_be_dir and path.exists() and not path.is_dir():
-        raise UserError(f"{flag} {path} is a file: pass a directory (it is created if missing)")
+        what = file_kind(path.stat().st_mode) or "a file"  # /dev/null: a character device
+        raise UserError(f"{flag} {path} is {what}: pass a directory (it is created if missing)")
     blocker = file_in_the_way(path)
     if blocker is not None:
         raise UserError(f"{flag} {path} is under {blocker}, which is a file: pass a path under a directory")
