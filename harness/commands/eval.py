@@ -51,6 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_sequential_options(
         p.add_argument_group("stop when decided (sequential: anytime-valid confidence sequences, docs/sequential.md)")
     )
+    from harness.commands._follow_options import add_follow_options
+
+    add_follow_options(p.add_argument_group("following a training run (docs/following.md)"))
     data_sources.add_arguments(p.add_argument_group("task data, offline (online: the hub)"))
 
 
@@ -290,6 +293,10 @@ def run(args: argparse.Namespace) -> int:
     from harness.commands._sequential_options import sequential_rule
     from harness.pipeline.evaluate import run_eval
 
+    if args.follow or args.leaderboard or args.no_gain_after is not None or args.follow_poll is not None:
+        from harness.commands._follow import run_follow
+
+        return run_follow(args)  # evaluates each checkpoint of a training run as it is written
     rule = sequential_rule(args)  # before any model: a bad --alpha is an error now
     cfg = config_from_args(args)
     if not cfg.no_doctor:

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import StrictBool, ValidationError
+from pydantic import Field, StrictBool, ValidationError
 
 from harness.core.errors import UserError
 from harness.core.results_schema import Count, Positive, Strict, describe
@@ -44,7 +44,7 @@ class _RunEndFile(Strict):
     schema_version: Positive
     last_step: Count
     stopped_early: StrictBool = False
-    checkpoints: list[Count] = []
+    checkpoints: list[Count] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,9 @@ def read_run_end(run_dir: str | Path) -> RunEnd | None:
             f"{path} is not an end-of-run marker ({why}): delete it and re-run the train command to rewrite it"
         ) from None
     if data.schema_version > _SCHEMA_VERSION:
-        raise UserError(f"{path} has schema_version {data.schema_version}, this harness reads {_SCHEMA_VERSION}: upgrade")
+        raise UserError(
+            f"{path} has schema_version {data.schema_version}, this harness reads {_SCHEMA_VERSION}: upgrade"
+        )
     return RunEnd(data.last_step, data.stopped_early, tuple(data.checkpoints))
 
 

@@ -29,7 +29,7 @@ def test_marker_written_at_the_end_only(tiny_llama_dir, run_job, tmp_path):
 
 
 def test_a_new_run_on_the_folder_removes_the_marker_first(tiny_llama_dir, run_job, tmp_path, monkeypatch):
-    import training.loop as loop
+    from training import loop
 
     run = tmp_path / "run"
     run_job(small_job(tiny_llama_dir, run, steps=2, save_every=1, keep_last=2))
@@ -79,7 +79,9 @@ def test_only_marked_checkpoints_count(tmp_path):
     (tmp_path / "ckpt-6" / IN_PROGRESS_FILE).write_text("")
     (tmp_path / "ckpt-7").mkdir()
     (tmp_path / "ckpt-7" / "config.json").write_text("{}")
-    (tmp_path / "ckpt-7" / COMPLETE_FILE).write_text(json.dumps({"schema_version": 1, "step": 7, "files": {"config.json": 2}}))
+    (tmp_path / "ckpt-7" / COMPLETE_FILE).write_text(
+        json.dumps({"schema_version": 1, "step": 7, "files": {"config.json": 2}})
+    )
     (tmp_path / "ckpt-8").mkdir()  # lists a file that is gone
     (tmp_path / "ckpt-8" / COMPLETE_FILE).write_text(json.dumps({"schema_version": 1, "step": 8, "files": {"x": 1}}))
     assert [s for s, _ in complete_checkpoints(tmp_path)] == [7]
