@@ -30,6 +30,7 @@ from typing import Any, cast
 from harness.core.errors import UserError
 from training.config import TrainJob
 from training.model_files import load_model, load_tokenizer_for
+from training.probes import open_probes
 from training.step import Stepper, loss_sum, shifted_targets
 from training.windows import Pipeline, WindowStream, default_pipeline
 
@@ -225,6 +226,7 @@ class _Run:
     optimizer: Any
     scheduler: Any
     manager: Any
+    probes: Any = None  # training.probes.Probes, None when off
 
 
 def _open(job: TrainJob, pipeline: Pipeline | None, ctx) -> _Run:
@@ -239,9 +241,12 @@ def _open(job: TrainJob, pipeline: Pipeline | None, ctx) -> _Run:
         pipeline = default_pipeline(
             job, tokenizer, report=(lambda table: _report_mixture(run_dir, table)) if ctx.rank == 0 else None
         )
+    probes = open_probes(job, tokenizer, ctx)  # also before the model: a bad --probe-docs fails in seconds
     kernel = _kernel_for(job, ctx)
     _seed_all(d.seed)
     model, rope_theta = load_model(job, ctx.device)
+    if probes is not None:
+        probes.check_model(model)
     try:
         pipeline.prepare_model(model, kernel)
     except ValueError as exc:  # a kernel the hardware or window cannot run (e.g. varlen on CPU)
@@ -255,7 +260,7 @@ def _open(job: TrainJob, pipeline: Pipeline | None, ctx) -> _Run:
     scheduler = make_scheduler(optimizer, job)
     manager = ck.CheckpointManager(run_dir, job, ctx, signature=_resume_signature(job, ctx.world))
     manager.recover()
-    return _Run(job, ctx, tokenizer, pipeline, kernel, model, rope_theta, optimizer, scheduler, manager)
+    return _Run(job, ctx, tokenizer, pipeline, kernel, model, rope_theta, optimizer, scheduler, manager, probes)
 
 
 def _nothing_to_train(run: _Run, meta: dict, start_step: int, spent: float, out_of_time: bool) -> dict:
@@ -292,7 +297,7 @@ def _training_meta(run: _Run) -> dict:
     from training import checkpointing as ck
 
     d = run.job.data
-    return ck.training_meta(
+    meta = ck.training_meta(
         mode=d.mode,
         window=d.window,
         rope_theta=run.rope_theta,
@@ -304,6 +309,9 @@ def _training_meta(run: _Run) -> dict:
         job=run.job.to_json(),
         tokens_per_step=d.window * d.batch_size * d.grad_accum * run.ctx.dp_size,
     )
+    if run.probes is not None:
+        meta["probes"] = run.probes.record()  # the probe set's file and sha256 beside the weights
+    return meta
 
 
 def _stepper_and_log(run: _Run, start_step: int, progress: bool, sinks) -> tuple[Stepper, Any]:
@@ -351,6 +359,8 @@ def _run_steps(
     try:
         for step in range(start_step + 1, total + 1):
             row = stepper.step(step, stream, grad_hook)
+            if run.probes is not None and run.probes.due(step):
+                row.update(run.probes.run(run.model))  # logged with the step's loss (training.probes)
             log.write(row)
             losses.append(row["loss"])
             seconds = spent + _clock() - started

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.commands._probe_options import add_probe_arguments, probe_config
 from harness.core.errors import UserError
 from harness.core.validate import MAX_COUNT, MAX_TOKENS, MAX_WORKERS, require_above, require_at_least, require_at_most
 from training.config import DTYPES, KERNEL_CHOICES  # dataclasses only: keeps --help light
@@ -39,6 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _add_checkpoints(p.add_argument_group("checkpoints"))
     _add_distributed(p.add_argument_group("distributed (under torchrun / accelerate launch)"))
     _add_logging(p.add_argument_group("logging"))
+    add_probe_arguments(p.add_argument_group("in-loop probes (training/probes.py; logged like the loss)"))
 
 
 def _add_model_and_data(g) -> None:
@@ -224,6 +226,7 @@ def job_from_args(args):
         checkpoint=CheckpointConfig(
             save_every=args.save_every, keep_last=args.keep_last or None, save_state_every=args.save_state_every
         ),
+        probes=probe_config(args),
     )
 
 
