@@ -17,6 +17,7 @@ import signal
 import sys
 
 FOLLOW_PARENT_ENV = "HARNESS_FOLLOW_PARENT"
+FOLLOW_SINCE_ENV = "HARNESS_FOLLOW_SINCE"
 
 
 class _Terminated(BaseException):
@@ -25,6 +26,14 @@ class _Terminated(BaseException):
 
 def _raise_terminated(signum, frame) -> None:
     raise _Terminated()
+
+
+def _started_at() -> float | None:
+    """When the trainer started this follower (its end-of-run marker must be newer)."""
+    try:
+        return float(os.environ[FOLLOW_SINCE_ENV])
+    except (KeyError, ValueError):
+        return None
 
 
 def _keep_going():
@@ -64,6 +73,7 @@ def run_follow(args: argparse.Namespace) -> int:
         poll_seconds=DEFAULT_POLL if args.follow_poll is None else args.follow_poll,
         no_gain_after=DEFAULT_NO_GAIN_AFTER if args.no_gain_after is None else args.no_gain_after,
         keep_going=_keep_going(),
+        marker_after=_started_at(),
     )
     logs = ScoreLog(opts.run_dir)
 

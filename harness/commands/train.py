@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.commands._follow_child import add_follow_eval_arguments, follower_for
 from harness.commands._probe_options import add_probe_arguments, probe_config
 from harness.core.errors import UserError
 from harness.core.validate import MAX_COUNT, MAX_TOKENS, MAX_WORKERS, require_above, require_at_least, require_at_most
@@ -38,6 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _add_model_and_data(p.add_argument_group("model and data"))
     _add_optimization(p.add_argument_group("optimization"))
     _add_checkpoints(p.add_argument_group("checkpoints"))
+    add_follow_eval_arguments(p.add_argument_group("evaluate while training (docs/following.md)"))
     _add_distributed(p.add_argument_group("distributed (under torchrun / accelerate launch)"))
     _add_logging(p.add_argument_group("logging"))
     add_probe_arguments(p.add_argument_group("in-loop probes (training/probes.py; logged like the loss)"))
@@ -241,12 +243,21 @@ def run(args) -> int:
     from training.distributed import init_from_env
     from training.loop import train
 
+    follower = follower_for(args, job.out)  # its flags checked now, before any model or data is read
     dist = init_from_env(sp_size=args.sp, shard=args.shard)
+    if follower is not None and (dist is None or dist.rank == 0):  # one follower per run
+        follower.start()
     try:
         summary = train(job, dist=dist, progress=not args.no_progress, log_to=sinks)
+    except BaseException:
+        if follower is not None:
+            follower.stop()
+        raise
     finally:
         if dist:
             dist.close()
+    if follower is not None:
+        follower.finish()  # it evaluates the checkpoints left, then ends by itself
     if dist is None or dist.rank == 0:
         last = summary.get("last_loss")  # a finished run re-run reports its logged loss
         cut = f" of {job.schedule.steps}, stopped by --max-minutes" if summary.get("stopped_early") else ""

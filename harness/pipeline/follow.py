@@ -50,6 +50,9 @@ class FollowOptions:
     poll_seconds: float = 5.0  # how often to look for a new checkpoint
     no_gain_after: int = 3  # K of "no gain since step S": the last K checkpoints show no significant gain
     keep_going: Callable[[], bool] = lambda: True  # False: stop (the training run that started us is gone)
+    # A trainer's child: an end-of-run marker older than this (time.time()) is the previous run's, which
+    # the trainer that started us is about to remove
+    marker_after: float | None = None
 
 
 @dataclass
@@ -105,7 +108,7 @@ def follow(
         if not opts.keep_going():
             _say(f"the training run that started this follower is gone; stopping (re-run to resume: {run})")
             return _summary(state, ended=False)
-        end = read_run_end(run)  # before listing: after the marker, the listing is final
+        end = _run_end(run, opts.marker_after)  # before listing: after the marker, the listing is final
         listed = complete_checkpoints(run)
         _note_unmarked(run, state)
         todo = [(s, p) for s, p in listed if (ident := _identity(s, p)) is not None and ident not in state.handled]
@@ -119,6 +122,20 @@ def follow(
             return _summary(state, ended=True)
         _wait_note(run, state)
         time.sleep(opts.poll_seconds)
+
+
+def _run_end(run: Path, after: float | None):
+    """The run's end-of-run marker, unless it is older than `after` (a previous run's)."""
+    from harness.models.run_end import RUN_END_FILE
+
+    end = read_run_end(run)
+    if end is not None and after is not None:
+        try:
+            if os.stat(run / RUN_END_FILE).st_mtime < after:
+                return None
+        except FileNotFoundError:
+            return None
+    return end
 
 
 def _summary(state: _State, ended: bool) -> dict:
