@@ -184,6 +184,14 @@ def add_prompt_options(g) -> None:
         metavar="N|TASK=N,...",
         help="tokens to generate instead of each task's own, for every task (N) or some (qa_1=1024,vt=512)",
     )
+    g.add_argument(
+        "--max-thinking-tokens",
+        type=int,
+        metavar="N",
+        help="a reasoning model's thinking budget apart from the answer's: it may think N tokens, then the thought "
+        "is closed and the answer keeps the task's budget (or --max-new-tokens); the answer is what follows "
+        "</think> (docs/reasoning.md)",
+    )
     g.add_argument("--system-prompt", metavar="TEXT", help="a system turn before the task (needs --chat)")
     g.add_argument(
         "--strip-thinking",

@@ -130,6 +130,7 @@ def check_numbers(args: argparse.Namespace) -> None:
             ("--batch-size", args.batch_size, MAX_COUNT),
             ("--max-model-len", args.max_model_len, MAX_TOKENS),
             ("--max-length", args.max_length, MAX_TOKENS),
+            ("--max-thinking-tokens", args.max_thinking_tokens, MAX_TOKENS),
             ("--tensor-parallel-size", args.tensor_parallel_size, MAX_WORKERS),
             ("--data-parallel", args.data_parallel, MAX_WORKERS),
             ("--concurrency", args.concurrency, MAX_WORKERS),
@@ -145,6 +146,7 @@ def check_numbers(args: argparse.Namespace) -> None:
             ("--batch-size", args.batch_size, 1),
             ("--max-model-len", args.max_model_len, 1),
             ("--max-length", args.max_length, 1),
+            ("--max-thinking-tokens", args.max_thinking_tokens, 1),
             ("--tensor-parallel-size", args.tensor_parallel_size, 1),
             ("--data-parallel", args.data_parallel, 1),
             ("--threshold", args.threshold, 0),
@@ -284,6 +286,7 @@ def config_from_args(args: argparse.Namespace):
         max_new_tokens=args.max_new_tokens,
         system_prompt=args.system_prompt,
         strip_thinking=args.strip_thinking,
+        max_thinking_tokens=args.max_thinking_tokens,
         prefix_reuse=not args.no_prefix_reuse,
         no_doctor=getattr(args, "no_doctor", False),
     )

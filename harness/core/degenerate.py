@@ -57,8 +57,13 @@ def _new_tokens(record: dict, tokenizer) -> int | None:
 
 
 def at_max(record: dict, tokenizer=None) -> bool:
-    """Whether a generation ran to its max new tokens (record metadata `max_new_tokens`)."""
-    limit = (record.get("metadata") or {}).get("max_new_tokens")
+    """Whether a generation ran to its max new tokens (record metadata `max_new_tokens`). Under a
+    thinking budget the answer's own account says (`answer_cut`): the tokens generated count the
+    thought too (harness/pipeline/thinking.py)."""
+    meta = record.get("metadata") or {}
+    if isinstance(meta.get("answer_cut"), bool):
+        return meta["answer_cut"]
+    limit = meta.get("max_new_tokens")
     if not isinstance(limit, int) or limit <= 0:
         return False
     n = _new_tokens(record, tokenizer)

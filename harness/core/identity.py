@@ -83,6 +83,7 @@ _CLAIMS = {
     "max_new_tokens": lambda s: _options(s).get("max_new_tokens"),
     "system_prompt": lambda s: _options(s).get("system_prompt"),
     "strip_thinking": lambda s: _options(s).get("strip_thinking", False),
+    "max_thinking_tokens": lambda s: _options(s).get("max_thinking_tokens"),
 }
 
 

@@ -73,6 +73,22 @@ class DegenerateShares(Strict):
     expected: list[Literal["empty", "at_max", "repeat"]] = []
 
 
+class BudgetCuts(Strict):
+    """Under a thinking budget (--max-thinking-tokens, harness/pipeline/thinking.py): of a cell's `n`
+    predictions, how many thoughts were closed at the thinking budget and how many answers reached
+    the answer budget (cut there, not finished)."""
+
+    thinking_cut: Count
+    answer_cut: Count
+    n: Positive
+
+    @model_validator(mode="after")
+    def _within(self) -> BudgetCuts:
+        if self.thinking_cut > self.n or self.answer_cut > self.n:
+            raise ValueError(f"more cut predictions than the cell's {self.n}")
+        return self
+
+
 class Stats(Strict):
     """A statistic over checkpoints: mean, spread, its 95% interval, what it covers."""
 
@@ -90,6 +106,7 @@ class Stats(Strict):
     tasks_covered: Count | None = None
     tasks_total: Count | None = None
     degenerate: DegenerateShares | None = None
+    budget: BudgetCuts | None = None
     bound: Literal["floor", "ceiling", "floor and ceiling"] | None = None
     # the prompts' mean length in tokens, as the records (or an imported harness's files) counted them
     prompt_tokens: NonNegative | None = None
@@ -325,6 +342,7 @@ class Provenance(Strict):
     max_new_tokens: dict[str, Count] | None = None
     system_prompt: str | None = None
     strip_thinking: bool | None = None
+    max_thinking_tokens: Positive | None = None
     # the flags the records were made with (harness/pipeline/against.py checks each field where used)
     eval_config: dict[str, Any] | None = None
 

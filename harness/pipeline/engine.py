@@ -111,7 +111,8 @@ def evaluate_job(
     # Longest prompts first within each max_new_tokens group: an out-of-memory shows at once,
     # and each batch holds similar lengths (little padding).
     items.sort(key=lambda it: (it.sample.max_new_tokens, -it.num_tokens))
-    if getattr(runner, "generate_each", None) is not None and items:
+    # (a thinking budget generates again for thoughts it closes: not while a stream is under way)
+    if getattr(runner, "generate_each", None) is not None and items and run.budget is None:
         run.streamed(items)
         items = []
     run.batched(items)
@@ -143,6 +144,7 @@ class _JobRun:
     def __init__(self, job: CheckpointJob, runner, store: ResultStore, report: Callable[[int], None] | None, bar):
         self.job, self.runner, self.store, self.report, self.bar = job, runner, store, report, bar
         self.added = 0
+        self.budget = _thinking_budget(job, runner)
 
     def streamed(self, items: list[WorkItem]) -> None:
         """A runner that orders the work itself (shared prefixes together) gets a whole (task,
@@ -185,8 +187,8 @@ class _JobRun:
                 raws = self.runner.generate([self.request(it) for it in part])
             except EndpointError as exc:  # the server went away: say what is safe
                 raise EndpointError(f"{exc}; {_stored_line(self.store, self.added)}") from None
+            stats = dict(getattr(self.runner, "sample_stats", None) or {})  # (before a thinking budget's 2nd call)
             records = self.records_of(part, raws)
-            stats = getattr(self.runner, "sample_stats", None) or {}
             for i, rec in enumerate(records):
                 if i in stats:
                     rec["compute"] = stats[i]
@@ -222,6 +224,11 @@ class _JobRun:
         self.stored(records)
 
     def request(self, it: WorkItem) -> GenerationRequest:
+        """What the runner is asked for `it`: its answer request, with room to think under a budget."""
+        answer = self.answer_request(it)
+        return answer if self.budget is None else self.budget.request(answer)
+
+    def answer_request(self, it: WorkItem) -> GenerationRequest:
         from harness.pipeline.reasoning import chat_messages, sample_chat, sample_system_prompt
 
         settings = self.job.settings
@@ -241,11 +248,22 @@ class _JobRun:
         """The records of generated outputs: each scored (after a two-step task's second turn)."""
         from harness.models.runners.endpoint import EndpointError
         from harness.pipeline.reasoning import strip_thinking
+        from harness.pipeline.thinking import prompt_opens_thought
 
         job = self.job
-        preds = [strip_thinking(p) for p in raws] if job.strip_thinking else raws
+        facts: list[dict] = [{} for _ in part]
         try:
-            preds, raws, firsts = _follow_ups(job, self.runner, part, preds, raws)
+            if self.budget is not None:
+                done = self.budget.finish(
+                    self.runner,
+                    [self.answer_request(it) for it in part],
+                    raws,
+                    [prompt_opens_thought(it.prompt) for it in part],
+                )
+                preds, raws, facts = [d.prediction for d in done], [d.raw for d in done], [d.facts for d in done]
+            else:
+                preds = [strip_thinking(p) for p in raws] if job.strip_thinking else raws
+            preds, raws, firsts = _follow_ups(job, self.runner, part, preds, raws, self.budget, facts)
         except EndpointError as exc:
             raise EndpointError(f"{exc}; {_stored_line(self.store, self.added)}") from None
         return [
@@ -267,6 +285,7 @@ class _JobRun:
                     **({"unscored": why} if (why := _unscored(it.task, pred, it.sample)) else {}),
                     **({"raw_prediction": raw} if raw != pred else {}),
                     **({"first_output": firsts[k]} if k in firsts else {}),
+                    **facts[k],  # a thinking budget's account (harness/pipeline/thinking.py)
                 },
             )
             for k, (it, pred, raw) in enumerate(zip(part, preds, raws))
@@ -355,10 +374,15 @@ def _unscored(task, prediction: str, sample) -> str | None:
     return reason(prediction, sample) if reason is not None else None
 
 
-def _follow_ups(job: CheckpointJob, runner, part: list[WorkItem], preds: list[str], raws: list[str]):
+def _follow_ups(
+    job: CheckpointJob, runner, part: list[WorkItem], preds: list[str], raws: list[str], budget=None, facts=None
+):
     """Second generations of two-step tasks (Task.follow_up, e.g. LongBench v2's chain of thought):
-    (answers, raw answers, {position: first output}). One-step tasks keep their outputs."""
+    (answers, raw answers, {position: first output}). One-step tasks keep their outputs. Under a
+    thinking budget the second step thinks within it too, and its account replaces the first's in
+    `facts` (the answer scored is the second's)."""
     from harness.pipeline.reasoning import chat_messages, chat_prompt, sample_chat, sample_system_prompt, strip_thinking
+    from harness.pipeline.thinking import prompt_opens_thought
 
     second = {k: s for k, it in enumerate(part) if (s := it.task.follow_up(it.sample, preds[k])) is not None}
     if not second:
@@ -376,13 +400,29 @@ def _follow_ups(job: CheckpointJob, runner, part: list[WorkItem], preds: list[st
                 min_new_tokens=int(s.metadata.get("min_new_tokens", 0)),
             )
         )
-    outs = runner.generate(requests)
     firsts = {k: raws[k] for k in second}
     preds, raws = list(preds), list(raws)
+    if budget is not None:
+        outs = runner.generate([budget.request(r) for r in requests])
+        done = budget.finish(runner, requests, outs, [prompt_opens_thought(r.prompt) for r in requests])
+        for k, d in zip(second, done):
+            preds[k], raws[k] = d.prediction, d.raw
+            if facts is not None:
+                facts[k] = d.facts
+        return preds, raws, firsts
+    outs = runner.generate(requests)
     for k, out in zip(second, outs):
         raws[k] = out
         preds[k] = strip_thinking(out) if job.strip_thinking else out
     return preds, raws, firsts
+
+
+def _thinking_budget(job: CheckpointJob, runner):
+    """The job's thinking budget (--max-thinking-tokens, in its record settings), or None."""
+    from harness.pipeline.thinking import ThinkingBudget
+
+    n = ((job.record_base.get("settings") or {}).get("options") or {}).get("max_thinking_tokens")
+    return ThinkingBudget(int(n), runner.tokenizer) if n else None
 
 
 def _stored_line(store, added: int) -> str:

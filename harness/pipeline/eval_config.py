@@ -69,6 +69,7 @@ class EvalConfig:
     max_new_tokens: str | None = None  # "N" or "TASK=N,..."
     system_prompt: str | None = None
     strip_thinking: bool = False
+    max_thinking_tokens: int | None = None  # a thinking budget apart from the answer's (harness/pipeline/thinking.py)
     prefix_reuse: bool = True  # compute shared prompt prefixes once (never changes an output)
     # Input protocol of the families with a published reference (tasks/base.py Task.protocols):
     # "reference" shows the model the reference's own inputs, "exact-length" fills L in its tokens.
@@ -109,4 +110,12 @@ def check_options(cfg: EvalConfig) -> Options:
         max_new_tokens=parse_max_new_tokens(cfg.max_new_tokens),
         system_prompt=cfg.system_prompt,
         strip_thinking=cfg.strip_thinking,
+        max_thinking_tokens=_thinking_budget(cfg.max_thinking_tokens),
     )
+
+
+def _thinking_budget(n: int | None) -> int | None:
+    """--max-thinking-tokens: a positive whole number of tokens, or not given."""
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise UserError(f"--max-thinking-tokens {n!r}: pass a positive number of tokens")
+    return n

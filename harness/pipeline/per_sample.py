@@ -27,6 +27,8 @@ class PerSample:
         self.total_seconds = 0.0
         self.total_samples = 0
         self.degenerate: dict[tuple, Degenerate] = {}  # (task, L) -> degenerate predictions, all checkpoints
+        # (task, L) -> [thoughts closed at the thinking budget, answers that reached theirs, records]
+        self.budget: dict[tuple, list[int]] = {}
         self.prompts: dict[tuple, list] = {}  # (task, L) -> [prompt tokens summed, records counted, records]
 
     def add(self, r: dict, fp: str) -> None:
@@ -43,6 +45,11 @@ class PerSample:
             entry.update(nll=float(meta["nll"]), tokens=int(meta["tokens"]))
         c["by"].setdefault(fp, {})[int(r["index"])] = entry
         self.degenerate.setdefault((task, L), Degenerate()).add(r)
+        if isinstance(meta.get("thinking_cut"), bool):  # a thinking budget's account (harness/pipeline/thinking.py)
+            cut = self.budget.setdefault((task, L), [0, 0, 0])
+            cut[0] += meta["thinking_cut"]
+            cut[1] += bool(meta.get("answer_cut"))
+            cut[2] += 1
         prompt = (r.get("compute") or {}).get("prompt_tokens") if isinstance(r.get("compute"), dict) else None
         acc = self.prompts.setdefault((task, L), [0, 0, 0])
         acc[2] += 1
@@ -85,6 +92,7 @@ class PerSample:
             "depth": self.needles.bins,
             "seconds": self.seconds,
             "degenerate": degenerate,
+            "budget": {k: {"thinking_cut": t, "answer_cut": a, "n": n} for k, (t, a, n) in self.budget.items()},
             # the mean prompt length of a cell whose every record counted its prompt tokens
             "prompt_tokens": {k: s / n for k, (s, n, total) in self.prompts.items() if n and n == total},
         }

@@ -4,6 +4,8 @@
     --max-new-tokens N | TASK=N,...   tokens to generate (thinking needs room), for all or some tasks
     --system-prompt TEXT      a system turn before the user turn (chat only)
     --strip-thinking          drop <think>...</think> from a prediction before it is scored
+    --max-thinking-tokens N   a thinking budget of its own: the answer keeps the task's budget
+                              (harness/pipeline/thinking.py)
 
 Why: a forced answer prefix stops a reasoning model from thinking, RULER's 128-token budget cuts
 its thinking short, and scoring the thinking text lets needles the model merely repeated count
@@ -35,6 +37,9 @@ class Options:
     max_new_tokens: dict[str, int] = field(default_factory=dict)  # task -> N; "*" -> every task
     system_prompt: str | None = None
     strip_thinking: bool = False
+    # A reasoning model's thinking budget, apart from the answer's (None: one budget for both, the
+    # task's or --max-new-tokens, as before). harness/pipeline/thinking.py enforces it.
+    max_thinking_tokens: int | None = None
 
     def non_default(self) -> dict:
         """The controls that differ from the default (what changes a run's identity)."""
@@ -47,6 +52,8 @@ class Options:
             out["system_prompt"] = self.system_prompt
         if self.strip_thinking:
             out["strip_thinking"] = True
+        if self.max_thinking_tokens is not None:
+            out["max_thinking_tokens"] = self.max_thinking_tokens
         return out
 
     def provenance(self) -> dict:
@@ -55,6 +62,7 @@ class Options:
             "max_new_tokens": dict(sorted(self.max_new_tokens.items())) or None,
             "system_prompt": self.system_prompt,
             "strip_thinking": self.strip_thinking,
+            "max_thinking_tokens": self.max_thinking_tokens,
         }
 
     def tokens_for(self, task: str, default: int) -> int:

@@ -189,13 +189,18 @@ class _SampleBuilder:
             raise UserError(
                 f"length {format_length(L)} leaves no room after the chat template's {chat.tokens} tokens: {self.fix}"
             )
+        from harness.pipeline.thinking import thinking_room
+
         items = []
+        # a thinking budget's tokens (and its forced close) come before the answer's
+        room = thinking_room(self.options.max_thinking_tokens, self.tokenizer)
+        thinking = f" + {room} to think (--max-thinking-tokens)" if room else ""
         for s in generate_samples(task, fit, indices, self.tokenizer, seed=self.cfg.seed, cache_dir=self.cache):
             s = self._shown(task, s, L, fit, chat)
             prompt, num = self._prompt(s, chat)
-            if num + s.max_new_tokens > self.min_ctx:
+            if num + room + s.max_new_tokens > self.min_ctx:
                 raise UserError(
-                    f"{task.name} at length {format_length(L)}: sample {s.index} needs {num} prompt tokens + "
+                    f"{task.name} at length {format_length(L)}: sample {s.index} needs {num} prompt tokens{thinking} + "
                     f"{s.max_new_tokens} to generate > context {self.min_ctx} of {self.tightest.path}: {self.fix}"
                 )
             items.append((task, L, s, prompt, num))
@@ -252,4 +257,16 @@ def _chat_template_tokens(tokenizer, system_prompt: str | None) -> int:
 
     probe = SimpleNamespace(input="Question: which word comes next?", answer_prefix="")
     wrapped = _chat_prompt(tokenizer, probe, system_prompt)
+    # A template that leaves a turn out would have the model answer without the task's input (or
+    # instruction): stopped here, before any work (harness doctor's "chat turns" check says the same).
+    if probe.input not in wrapped:
+        raise UserError(
+            "the chat template leaves the user turn's text out of the prompt: the model would never see the task "
+            "input; fix the template or drop --chat (harness doctor checks it)"
+        )
+    if system_prompt and system_prompt not in wrapped:
+        raise UserError(
+            "the chat template leaves the system turn out of the prompt (it renders no 'system' role): "
+            "--system-prompt would be dropped in silence; fix the template or drop --system-prompt"
+        )
     return max(0, len(prompt_ids(tokenizer, wrapped)) - len(prompt_ids(tokenizer, probe.input)))

@@ -133,6 +133,9 @@ def _cell_stats(t: str, L: int, per_ckpt: dict[str, float], counts: dict, ckpts,
     shares = (per.get("degenerate") or {}).get((t, L))
     if shares is not None:  # empty / ran to max new tokens / looping, named never averaged in silence
         stats["degenerate"] = shares
+    cut = (per.get("budget") or {}).get((t, L))
+    if cut is not None:  # under a thinking budget: thoughts closed at it, answers that reached theirs
+        stats["budget"] = cut
     prompt = (per.get("prompt_tokens") or {}).get((t, L))
     if prompt is not None:  # the prompts' real mean length beside the nominal L
         stats["prompt_tokens"] = round(prompt, 1)

@@ -38,6 +38,11 @@ def _marks(stats: dict) -> str:
     from harness.core.degenerate import flags
 
     marks = [f"!{w}" for w in flags(stats.get("degenerate"))]
+    cut = stats.get("budget") or {}
+    if cut.get("answer_cut"):  # answers that reached their budget: cut, not finished
+        marks.append(f"cut={cut['answer_cut']}/{cut['n']}")
+    if cut.get("thinking_cut"):
+        marks.append(f"think-cut={cut['thinking_cut']}/{cut['n']}")
     if stats.get("bound"):
         marks.append({"floor": "(floor)", "ceiling": "(ceiling)"}.get(stats["bound"], "(floor+ceiling)"))
     return "".join(f" {m}" for m in marks)
@@ -113,6 +118,8 @@ def _controls_parts(prov: dict) -> list[str]:
         parts.append(f"system prompt {text[:40] + '…' if len(text) > 40 else text!r}")
     if prov.get("strip_thinking"):
         parts.append("strip thinking")
+    if prov.get("max_thinking_tokens"):
+        parts.append(f"thinking budget {prov['max_thinking_tokens']}")
     return parts
 
 
@@ -168,6 +175,11 @@ def _suite_block(name: str, suite: dict, num_ckpts: int) -> list[str]:
         grid.append(
             "!empty / !max-len / !repeats: at least half of the cell's predictions are empty, ran to max new tokens, "
             "or repeat one short span (a set-up problem, not a score: harness doctor)"
+        )
+    if any((s.get("budget") or {}).get("answer_cut") or (s.get("budget") or {}).get("thinking_cut") for s in cells):
+        grid.append(
+            "cut=K/N: K of the cell's N answers reached the answer budget (--max-new-tokens or the task's) and were "
+            "cut there; think-cut=K/N: K thoughts reached --max-thinking-tokens and were closed before the answer"
         )
     if any(s.get("bound") for s in cells):
         grid.append(
