@@ -11,13 +11,17 @@ A delta cell's interval: for every task in the cell, the samples both runs score
 version, dataset hash, seed, length and index) are resampled with one shared draw (the pairing),
 each run's checkpoints are resampled on their own, and the statistic is recomputed exactly as the
 cell's (mean over tasks, weighted over lengths) per replicate. Tasks whose samples cannot be
-paired are resampled independently per run (an unpaired bootstrap), and the title says so.
+paired are resampled independently per run (an unpaired bootstrap), and the title says so. A cell
+imported without per-sample scores but with its harness's standard error (harness import) is drawn
+from that normal instead, and the title names the run.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from harness.core import stats
-from harness.core.paired import cell_replicates, mean_of, paired_replicates, shared_indices
+from harness.core.paired import cell_replicates, mean_of, normal_replicates, paired_replicates, shared_indices
 
 _SUMMARY_WEIGHTS = ("avg", "wavg_inc", "wavg_dec")
 
@@ -57,77 +61,100 @@ def _cell_parts(suite: dict, col: dict, suite_name: str) -> list[tuple[list[str]
     return None
 
 
-def _task_replicates(
-    t: str, L: int, ba: dict, la: list[str], bb: dict, lb: list[str], cache: dict | None, key: tuple
-) -> tuple:
-    """(run replicates, baseline replicates, shared samples): paired when they share samples."""
+def _task_replicates(t: str, L: int, sides: tuple, cache: dict | None, key: tuple) -> tuple | None:
+    """(run replicates, baseline replicates, shared samples, runs drawn from a standard error): paired
+    when both have samples and share some, each on its own otherwise, a side without samples drawn
+    from its imported standard error; None when a side has neither. sides: per run (block, labels,
+    the cell's statistics)."""
     if cache is not None and key in cache:
         return cache[key]
-    idx = shared_indices(ba, bb)
+    (ba, la, sa), (bb, lb, sb) = sides
+    idx = shared_indices(ba, bb) if ba is not None and bb is not None else []
+    ra: np.ndarray | None
+    rb: np.ndarray | None
     if idx:
         ra, rb = paired_replicates(t, L, ba, la, bb, lb, idx)
     else:
-        ra, rb = cell_replicates(t, L, ba, la), cell_replicates(t, L, bb, lb)
-    out = (ra, rb, len(idx))
+        ra = cell_replicates(t, L, ba, la) if ba is not None else normal_replicates(sa or {}, *key, "run")
+        rb = cell_replicates(t, L, bb, lb) if bb is not None else normal_replicates(sb or {}, *key, "baseline")
+    out = (
+        None
+        if ra is None or rb is None
+        else (ra, rb, len(idx), [k for k, b in (("run", ba), ("baseline", bb)) if b is None])
+    )
     if cache is not None:
         cache[key] = out
     return out
 
 
+def _side(suite: dict, labels: list[str], t: str, L: int) -> tuple:
+    """(samples block, checkpoint labels, statistics) of one run's task cell."""
+    return (suite.get("samples") or {}).get(t, {}).get(str(L)), labels, (suite["per_task"].get(t) or {}).get(str(L))
+
+
 def delta_interval(run: dict, base: dict, col: dict, cache: dict | None = None) -> dict | None:
-    """The 95% interval of (run - baseline) for one column, or None when the results lack samples.
+    """The 95% interval of (run - baseline) for one column, or None when the results lack samples
+    (and an imported standard error).
 
     cache: a dict kept across the columns of one build, so each task cell is resampled once."""
     name = col["suite"]
     a, b = run["suites"].get(name), base["suites"].get(name)
-    if not a or not b or not a.get("samples") or not b.get("samples"):
-        return None
-    parts = _cell_parts(a, col, name)
+    parts = _cell_parts(a, col, name) if a and b else None
     if not parts:
         return None
     la, lb = _labels(a), _labels(b)
     ra_parts, rb_parts, weights = [], [], []
-    paired_n, unpaired = 0, []
+    paired_n, unpaired, from_stderr = 0, [], set()
     pooled = a.get("weighting") == "samples"
     for tasks, L, w in parts:
-        ra_tasks, rb_tasks, used = [], [], set()
+        ra_tasks, rb_tasks, used = [], [], []
         for t in tasks:
-            ba = (a["samples"].get(t) or {}).get(str(L))
-            bb = (b["samples"].get(t) or {}).get(str(L))
-            if ba is None or bb is None:
-                continue  # a task only one run has: the flags say the sets differ
-            used.add(t)
             key = (run["run"]["name"], base["run"]["name"], name, t, L)
-            ra, rb, shared = _task_replicates(t, L, ba, la, bb, lb, cache, key)
-            if shared:
-                paired_n += shared
-            else:
-                unpaired.append(t)
+            got = _task_replicates(t, L, (_side(a, la, t, L), _side(b, lb, t, L)), cache, key)
+            if got is None:
+                continue  # a task only one run has (the flags say the sets differ), or no samples
+            ra, rb, shared, drawn = got
+            used.append(t)
+            paired_n += shared
+            unpaired += [] if shared else [t]
+            from_stderr |= {run["run"]["name"] if d == "run" else base["run"]["name"] for d in drawn}
             ra_tasks.append(ra)
             rb_tasks.append(rb)
         if not ra_tasks:
             return None  # a length without any task both runs scored: no interval
         # a sample-weighted suite (LongBench v2) weights each task by its samples, as its averages do
-        tw = [len(a["samples"][t][str(L)]["index"]) for t in tasks if t in used] if pooled else None
+        tw = [_samples_of(a, t, L) for t in used] if pooled else None
         ra_parts.append(mean_of(ra_tasks, tw))
         rb_parts.append(mean_of(rb_tasks, tw))
         weights.append(w)
-    ra, rb = mean_of(ra_parts, weights), mean_of(rb_parts, weights)
-    seed = (run["run"]["name"], base["run"]["name"], col["id"])
+    iv = _difference(
+        mean_of(ra_parts, weights), mean_of(rb_parts, weights), (run["run"]["name"], base["run"]["name"], col["id"])
+    )
+    if iv is None:
+        return None
+    return {
+        **iv,
+        "paired_samples": paired_n,
+        "unpaired_tasks": sorted(set(unpaired)),
+        "from_stderr": sorted(from_stderr),
+    }
+
+
+def _samples_of(suite: dict, t: str, L: int) -> int:
+    """A task's sample count at L: its block's, else what its statistics say."""
+    block = (suite.get("samples") or {}).get(t, {}).get(str(L))
+    return len(block["index"]) if block is not None else suite["per_task"][t][str(L)].get("num_samples") or 1
+
+
+def _difference(ra, rb, seed: tuple) -> dict | None:
+    """The interval of the difference of two runs' replicates, each run's checkpoints resampled."""
     da = stats.over_checkpoints(ra, stats.rng_for(*seed, "run"))
     db = stats.over_checkpoints(rb, stats.rng_for(*seed, "baseline"))
     iv = stats.interval(da - db)
     if iv is None:
         return None
     low, high = iv
-    return {
-        "low": low,
-        "high": high,
-        "significant": stats.significant(low, high),
-        "paired_samples": paired_n,
-        "unpaired_tasks": sorted(set(unpaired)),
-        "level": stats.LEVEL,
-    }
+    return {"low": low, "high": high, "significant": stats.significant(low, high), "level": stats.LEVEL}
 
 
 def cell_interval(stats_dict: dict) -> tuple[float, float] | None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.core import stats
-from harness.core.paired import cell_replicates, paired_replicates, shared_indices
+from harness.core.paired import cell_replicates, normal_replicates, paired_replicates, shared_indices
 from leaderboards.cells import missing, stat_cell
 from leaderboards.labels import TASK_LABELS, declared, format_length, suite_label, suite_rank
 
@@ -174,16 +174,6 @@ def _side(run: dict, col: dict) -> tuple[dict, int, dict | None, list[str]] | No
     return suite["per_task"][col["task"]][str(L)], L, block, labels
 
 
-def _normal(st: dict, key: tuple) -> np.ndarray | None:
-    """Replicates of a cell known only by its mean and its harness's standard error: draws from the
-    normal, one checkpoint."""
-    se = st.get("stderr")
-    if not isinstance(se, (int, float)):
-        return None
-    rng = stats.rng_for(*key, "normal")
-    return (st["mean"] + se * rng.standard_normal(stats.RESAMPLES)).reshape(-1, 1)
-
-
 def shared_delta_interval(run: dict, base: dict, col: dict) -> dict | None:
     """The 95% interval of (run - baseline) in a shared column, paired over the samples both scored."""
     a, b = _side(run, col), _side(base, col)
@@ -197,8 +187,8 @@ def shared_delta_interval(run: dict, base: dict, col: dict) -> dict | None:
     if idx and ba is not None and bb is not None:
         ra, rb = paired_replicates(t, La, ba, la, bb, lb, idx)
     else:
-        ra = cell_replicates(t, La, ba, la) if ba is not None else _normal(sa, (run["run"]["name"], col["id"]))
-        rb = cell_replicates(t, Lb, bb, lb) if bb is not None else _normal(sb, (base["run"]["name"], col["id"]))
+        ra = cell_replicates(t, La, ba, la) if ba is not None else normal_replicates(sa, run["run"]["name"], col["id"])
+        rb = cell_replicates(t, Lb, bb, lb) if bb is not None else normal_replicates(sb, base["run"]["name"], col["id"])
     if ra is None or rb is None:
         return None
     from_stderr = [r["run"]["name"] for r, blk in ((run, ba), (base, bb)) if blk is None]

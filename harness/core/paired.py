@@ -99,6 +99,16 @@ def paired_replicates(
     return ra, rb
 
 
+def normal_replicates(cell: dict, *key: object) -> np.ndarray | None:
+    """(B, 1) replicates of a cell known only by its mean and a standard error (an imported aggregate:
+    `stderr`, x100), drawn from that normal; None without an error. The draws are seeded from `key`."""
+    se = cell.get("stderr")
+    if isinstance(se, bool) or not isinstance(se, (int, float)) or not isinstance(cell.get("mean"), (int, float)):
+        return None
+    rng = stats.rng_for(*key, "normal")
+    return (float(cell["mean"]) + float(se) * rng.standard_normal(stats.RESAMPLES)).reshape(-1, 1)
+
+
 def mean_of(matrices: list[np.ndarray], weights: Sequence[float] | None = None) -> np.ndarray:
     """Elementwise (weighted) mean of equally shaped replicate matrices: averages over tasks or lengths."""
     w = np.ones(len(matrices)) if weights is None else np.asarray(weights, dtype=np.float64)

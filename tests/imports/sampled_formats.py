@@ -77,36 +77,7 @@ def write_lm_eval(folder: Path, longbench_trec: bool = False) -> Path:
             k, prompt = by_len[L]
             hits = _hits(f"lm-eval{task}{L}", k)
             scores = [1.0 if h else 0.0 for h in hits]
-            for i, hit in enumerate(hits):
-                needle = _needle(task, L, i)
-                doc = {
-                    "index": i,
-                    "input": f"Some special magic numbers are hidden... {needle} ... What is the special magic number?",
-                    "outputs": [needle],
-                    "length": prompt + (i % 5) - 2 + BUDGET[task],
-                    "max_length": L,
-                    "gen_prefix": "The special magic number for X mentioned in the provided text is",
-                }
-                answer = f" {needle}." if hit else " 42."
-                lines.append(
-                    {
-                        "doc_id": j * N + i,
-                        "doc": doc,
-                        "target": str([needle]),
-                        "arguments": {
-                            "gen_args_0": {"arg_0": doc["input"], "arg_1": {"max_gen_toks": BUDGET[task], "until": []}}
-                        },
-                        "resps": [[answer]],
-                        "filtered_resps": [answer],
-                        "filter": "none",
-                        "metrics": ["4096", str(L)],
-                        "doc_hash": _sha(json.dumps(doc, indent=2, ensure_ascii=False)),
-                        "prompt_hash": _sha(doc["input"]),
-                        "target_hash": _sha(str([needle])),
-                        "4096": -1.0,
-                        str(L): 1.0 if hit else 0.0,
-                    }
-                )
+            lines += [_lm_eval_line(task, L, j * N + i, i, hit, prompt) for i, hit in enumerate(hits)]
             mean = sum(scores) / N
             sd = math.sqrt(sum((x - mean) ** 2 for x in scores) / (N - 1))
             entry[f"{L},none"] = mean
@@ -140,6 +111,35 @@ def write_lm_eval(folder: Path, longbench_trec: bool = False) -> Path:
     path = out / f"results_{date}.json"
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False))
     return path
+
+
+def _lm_eval_line(task: str, L: int, doc_id: int, i: int, hit: bool, prompt: int) -> dict:
+    """One logged sample of lm-eval's RULER port (its doc as prepare_niah.generate_samples makes it)."""
+    needle = _needle(task, L, i)
+    doc = {
+        "index": i,
+        "input": f"Some special magic numbers are hidden... {needle} ... What is the special magic number?",
+        "outputs": [needle],
+        "length": prompt + (i % 5) - 2 + BUDGET[task],
+        "max_length": L,
+        "gen_prefix": "The special magic number for X mentioned in the provided text is",
+    }
+    answer = f" {needle}." if hit else " 42."
+    return {
+        "doc_id": doc_id,
+        "doc": doc,
+        "target": str([needle]),
+        "arguments": {"gen_args_0": {"arg_0": doc["input"], "arg_1": {"max_gen_toks": BUDGET[task], "until": []}}},
+        "resps": [[answer]],
+        "filtered_resps": [answer],
+        "filter": "none",
+        "metrics": ["4096", str(L)],
+        "doc_hash": _sha(json.dumps(doc, indent=2, ensure_ascii=False)),
+        "prompt_hash": _sha(doc["input"]),
+        "target_hash": _sha(str([needle])),
+        "4096": -1.0,
+        str(L): 1.0 if hit else 0.0,
+    }
 
 
 def _lm_eval_trec(out: Path, date: str, results: dict) -> None:
@@ -307,12 +307,43 @@ def our_records(run: str = "smollm2-ours") -> tuple[list[dict], dict, dict]:
     return recs, suites, info
 
 
-def write_our_run(folder: Path) -> Path:
-    """Our run's results.json (aggregated as `harness eval` does)."""
+def trec_records(ckpt: dict, run: str, budget: int = 8192) -> list[dict]:
+    """`harness eval --tasks trec` (LongBench, the reference protocol: 64 new tokens, scored on the
+    first line): a base model goes on after its label, so every answer runs to the 64 tokens, as
+    under LongBench's pred.py; "!max-len" would be a false alarm."""
+    hits = _hits("ours-trec", 16)
+    return [
+        {
+            "type": "sample",
+            "run": run,
+            "checkpoint": ckpt,
+            "task": "trec",
+            "task_version": "2",
+            "length": budget,
+            "index": i,
+            "seed": 42,
+            "dataset_hash": "lb-trec",
+            "score": 1.0 if hit else 0.0,
+            "metric": "classification_score",
+            "prediction": (
+                "Location\nQuestion: who wrote it?\nType: Human" if hit else "Human\nQuestion: where\nType: Loc"
+            ),
+            "metadata": {"max_new_tokens": 64},
+            "compute": {"prompt_tokens": 5012 + i, "new_tokens": 64},
+        }
+        for i, hit in enumerate(hits)
+    ]
+
+
+def write_our_run(folder: Path, trec: bool = False) -> Path:
+    """Our run's results.json (aggregated as `harness eval` does); with LongBench's trec among the tasks."""
     from harness.core.results_file import write_results
     from harness.pipeline.aggregate import aggregate
 
     recs, suites, info = our_records()
+    if trec:
+        recs += trec_records(info["checkpoints"][0], info["name"])
+        suites = {"custom": {**suites["custom"], "tasks": [*OURS, "trec"], "lengths": [*LENGTHS, 8192]}}
     provenance = {"package_version": "0.1.0", "git_hash": "abc1234", "backend": "hf", "dtype": "float32"}
     path = folder / "results.json"
     write_results(path, aggregate(recs, suites, info, provenance))
