@@ -27,6 +27,7 @@ from leaderboards.intervals import delta_interval, heatmaps
 from leaderboards.labels import declared, is_ruler, suite_rank
 from leaderboards.paint import paint
 from leaderboards.rows import checkpoint_text, flag_sets, row_identity
+from leaderboards.sequential import sequential_sections
 from leaderboards.series import chart_series
 from leaderboards.shared import shared_cell, shared_columns, shared_delta_interval
 
@@ -133,6 +134,7 @@ def build(
         "rope": rope_section(rope, root, names) if rope else None,
         "series": chart_series(runs, threshold),
         "heatmaps": heatmaps(runs, baseline),
+        "sequential": sequential_sections(runs),  # runs evaluated with --against / --until-width
         "any_intervals": any(c.get("ci") for r in rows for c in r["cells"].values()),
         "any_delta_intervals": any(c.get("ci") for r in rows for c in (r.get("delta") or {}).values()),
     }

@@ -32,6 +32,7 @@ def render_html(board: dict, generated: str | None = None) -> str:
     from harness import __version__
     from harness.core.provenance import now_iso
     from leaderboards.export import table_data, to_markdown
+    from leaderboards.sequential_export import sequential_csv, sequential_markdown
     from leaderboards.svg import depth_heatmap
 
     charts = {
@@ -47,6 +48,8 @@ def render_html(board: dict, generated: str | None = None) -> str:
             charts=charts,
             markdown=markdown,
             downloads=table_data(board),
+            sequential_csv=sequential_csv(board),
+            sequential_md=sequential_markdown(board),
             generated=generated or now_iso(),
             version=__version__,
         )

@@ -5,7 +5,9 @@
 RESULTS are results.json files (docs/contracts.md) or run directories holding one; each run is a
 row. Writes DIR/index.html, leaderboard.csv, leaderboard.json and leaderboard.md and prints their
 paths, and leaderboard.tex (a booktabs table, docs/exports.md). With --baseline,
-leaderboard-delta.{csv,md} hold the delta view too. --figures FIGDIR writes the page's charts as
+leaderboard-delta.{csv,md} hold the delta view too; a run evaluated sequentially (--against /
+--until-width) adds its verdicts to the page, leaderboard.md and leaderboard.tex, and writes
+leaderboard-sequential.csv. --figures FIGDIR writes the page's charts as
 SVG/PDF/PNG files (outside DIR's managed files; PDF/PNG need the `plots` extra). Paths on the page are
 shown relative to the folder that holds DIR; --rope-diagnostic adds the RoPE-under-bf16 section.
 The files change all or none (harness.core.atomic.publish_files): each DIR/<file> is a relative symlink
@@ -25,6 +27,7 @@ FILES = (
     "leaderboard.tex",
     "leaderboard-delta.csv",
     "leaderboard-delta.md",
+    "leaderboard-sequential.csv",
 )
 HELP = "render an HTML leaderboard (+ CSV/JSON/Markdown) from results.json files"
 
@@ -65,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     from leaderboards.figures import parse_formats
     from leaderboards.latex import to_latex
     from leaderboards.render import render_html
+    from leaderboards.sequential_export import sequential_csv, sequential_markdown
+    from leaderboards.sequential_latex import sequential_latex
 
     require_at_least((("--threshold", args.threshold, 0),))  # above 100: build() says so
     from leaderboards.diagnostic import load_rope_diagnostic
@@ -88,9 +93,11 @@ def run(args: argparse.Namespace) -> int:
         "index.html": render_html(board),
         "leaderboard.csv": to_csv(board),
         "leaderboard.json": to_json(board),
-        "leaderboard.md": to_markdown(board),
-        "leaderboard.tex": to_latex(board),
+        "leaderboard.md": to_markdown(board) + ("\n" + sequential_markdown(board) if board["sequential"] else ""),
+        "leaderboard.tex": to_latex(board) + sequential_latex(board),
     }
+    if board["sequential"]:
+        files["leaderboard-sequential.csv"] = sequential_csv(board)
     if board["baseline"]:
         files["leaderboard-delta.csv"] = to_csv(board, "delta")
         files["leaderboard-delta.md"] = to_markdown(board, "delta")

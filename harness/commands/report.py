@@ -123,8 +123,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"wrote {path}", file=sys.stderr)
     if args.format == "latex":
         from leaderboards.latex import to_latex
+        from leaderboards.sequential_latex import sequential_latex
 
-        print(to_latex(board, interval=args.interval, digits=args.digits), end="")
+        print(to_latex(board, interval=args.interval, digits=args.digits) + sequential_latex(board), end="")
         return 0
     tables = [format_table(load_any(target, args.threshold)) for target in args.results]
     print("\n\n".join(tables))
