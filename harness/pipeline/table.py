@@ -17,6 +17,7 @@ a second grid of the same shape gives each cell's "[low, high]".
 from __future__ import annotations
 
 from harness.core.lengths import format_length
+from harness.pipeline.sequential_table import sequential_grid, sequential_header
 
 MISSING = "—"
 _SUMMARY_COLUMNS = (("avg", "Avg"), ("wavg_inc", "wAvg(inc)"), ("wavg_dec", "wAvg(dec)"))
@@ -254,6 +255,7 @@ def format_table(results: dict) -> str:
             f"intervals: {iv.get('level', 0.95) * 100:g}% {iv.get('method', 'bootstrap')} of each mean "
             f"({iv.get('resamples')} resamples of the samples and the checkpoints)"
         )
+    lines += sequential_header(results)  # a sequential evaluation's rule and what it cost
     if results.get("conflicting_records"):
         lines.append(
             f"warning: {results['conflicting_records']} record(s) share an identity with an earlier record but hold "
@@ -268,4 +270,5 @@ def format_table(results: dict) -> str:
     for name, suite in results.get("suites", {}).items():
         lines.append("")
         lines += _suite_block(name, suite, num_ckpts)
+        lines += sequential_grid(results, name, suite)  # its verdict and n per cell
     return "\n".join(lines)
