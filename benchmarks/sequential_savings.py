@@ -146,7 +146,7 @@ def evaluations(root: Path) -> dict:
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths))  # noqa: E731
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths))
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 

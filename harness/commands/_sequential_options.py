@@ -1,7 +1,7 @@
 """`harness eval`'s sequential options: stop sampling a cell once it is decided (docs/sequential.md).
 
-    harness eval --ckpts 'runs/anchor/ckpt-<1950..2000>' --suite ruler --lengths 64k,128k --against results/full
-    harness eval --ckpts runs/anchor/ckpt-2000 --suite ruler --lengths 4k-128k --until-width 10
+harness eval --ckpts 'runs/anchor/ckpt-<1950..2000>' --suite ruler --lengths 64k,128k --against results/full
+harness eval --ckpts runs/anchor/ckpt-2000 --suite ruler --lengths 4k-128k --until-width 10
 """
 
 from __future__ import annotations
@@ -81,7 +81,9 @@ def sequential_rule(args: argparse.Namespace):
             )
         return None
     if against is not None and width is not None:
-        raise UserError("--against and --until-width are two rules: pass one (--against compares, --until-width sizes one run)")
+        raise UserError(
+            "--against and --until-width are two rules: pass one (--against compares, --until-width sizes one run)"
+        )
     if width is not None and args.equivalence_margin is not None:
         raise UserError("--equivalence-margin is for --against (a paired comparison): drop it with --until-width")
     alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha

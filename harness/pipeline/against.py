@@ -134,7 +134,13 @@ def arm_config(recorded: object, ours: EvalConfig, out: Path, where: str) -> Eva
     )
 
 
-_SCALARS = {"str": str, "int": int, "float": (int, float), "bool": bool, "dict": dict}
+_SCALARS: dict[str, type | tuple[type, ...]] = {
+    "str": str,
+    "int": int,
+    "float": (int, float),
+    "bool": bool,
+    "dict": dict,
+}
 
 
 def _fits(value: object, annotation: str) -> bool:

@@ -21,6 +21,7 @@ the average needs every task's sample.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -222,11 +223,14 @@ class Comparison:
         drawn, fixed = self.used()
         sel = self.selection()
         cells: dict = {}
+        # one suite's averages under "average"; several suites' (a suite spanning families) each under
+        # "average:<suite>" -- every average entry names its suite and tasks
+        avg_suites = {c.task for c in self.cells.values() if c.is_average}
         for c in self.cells.values():
             low, high = self.interval(c) if c.seq is not None and c.fed else (None, None)
             used = len(c.order[: c.requested]) if c.is_average else len(sel.get(c.task, {}).get(c.length, []))
-            cells.setdefault(AVERAGE if c.is_average else c.task, {})
-            entry = {
+            key = c.task if not c.is_average else AVERAGE if len(avg_suites) == 1 else f"{AVERAGE}:{c.task}"
+            entry: dict[str, Any] = {
                 "n": used,
                 "seen": c.fed,
                 "pool": len(c.order),
@@ -239,7 +243,7 @@ class Comparison:
             if c.is_average:
                 entry["suite"] = c.task
                 entry["tasks"] = list(c.members)
-            cells[AVERAGE if c.is_average else c.task].setdefault(str(c.length), entry)
+            cells.setdefault(key, {})[str(c.length)] = entry
         return {
             "mode": "paired" if self.rule.paired else "width",
             "rule": dict(sequential.RULE),
