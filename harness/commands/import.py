@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         for s, b in results["suites"].items()
     )
     print(f"imported {results['run']['name']} from {src['harness']}: {suites} -> {target}")
+    # what the row's intervals rest on: its samples (bootstrapped and paired here) or its aggregates
+    print(f"per-sample scores: {src.get('per_sample', 'none')}")
     if src.get("not_imported"):
         shown = ", ".join(src["not_imported"][:8]) + (" ..." if len(src["not_imported"]) > 8 else "")
         print(f"not imported (no matching task here): {shown}")

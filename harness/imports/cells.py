@@ -9,6 +9,7 @@ The readers (harness.imports.lm_eval, .ruler, .helmet) import these from here, a
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,8 +115,6 @@ def read_text(path: Path) -> tuple[str, str]:
 
 
 def loads_json(text: str, path: Path, what: str):
-    import json
-
     def no_constant(name: str):
         raise ValueError(f"{name} is not a number")
 
@@ -128,9 +127,6 @@ def loads_json(text: str, path: Path, what: str):
 def read_jsonl(path: Path, what: str) -> tuple[list[dict], str]:
     """(the objects of a JSON-lines file, its sha256), line by line (a per-sample file may be large);
     a UserError naming the file and line otherwise."""
-    import hashlib
-    import json
-
     digest = hashlib.sha256()
     rows: list[dict] = []
     try:
@@ -171,8 +167,6 @@ def fraction(value, path: Path, where: str) -> float:
 def sample_key(harness: str, task: str, version: object, documents: list[str]) -> tuple[str, str]:
     """(task version, dataset hash) of an imported cell's samples: the harness, its task and version,
     and a hash of its documents in order, so only two imports of the same documents pair."""
-    import hashlib
-
     digest = hashlib.sha256("\n".join(documents).encode()).hexdigest()[:16]
     return f"{harness} {task}" + (f" v{version}" if version not in (None, "") else ""), digest
 

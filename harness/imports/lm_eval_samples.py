@@ -45,8 +45,8 @@ def budget(task: str) -> int | None:
 def samples_file(results: Path, task: str, given: list[Path]) -> Path | None:
     """The samples file of `task` for this results file: one passed on the command line, else the one
     lm-eval wrote beside it with the same date (`results_<date>.json` -> `samples_<task>_<date>.jsonl`)."""
-    for p in given:
-        if p.name.startswith(f"samples_{task}_") and p.name.endswith(".jsonl"):
+    for p in given:  # samples_<task>_<date>.jsonl: the date (isoformat, ":" as "-") starts with its year
+        if re.fullmatch(rf"samples_{re.escape(task)}_\d{{4}}-.*\.jsonl", p.name):
             return p
     m = re.fullmatch(r"results_(.+)\.json", results.name)
     if m:

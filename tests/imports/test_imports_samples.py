@@ -42,6 +42,7 @@ def _samples(path) -> list[dict]:
 def test_lm_eval_samples_files_are_scored_and_bootstrapped_our_way(tmp_path, capsys):
     results = sf.write_lm_eval(tmp_path / "lm")
     data = _import(capsys, [results], tmp_path / "imp")
+    assert "per-sample scores: every cell" in capsys.readouterr().out
     ruler = data["suites"]["ruler"]
     assert ruler["evaluated"] == ["niah_single_1", "niah_multikey_1", "vt"] and ruler["lengths"] == [1024, 2048]
     for lm_task, ours in (
@@ -101,6 +102,7 @@ def test_lm_eval_without_samples_takes_its_stderr(tmp_path, capsys):
     for p in results.parent.glob("samples_*.jsonl"):
         p.unlink()
     data = _import(capsys, [results], tmp_path / "imp")
+    assert "per-sample scores: none" in capsys.readouterr().out
     raw = json.loads(results.read_text())["results"]
     ruler = data["suites"]["ruler"]
     assert "samples" not in ruler and data["provenance"]["source"]["per_sample"] == "none"
@@ -194,3 +196,34 @@ def test_import_files_agrees_with_the_cli(tmp_path, capsys):
     a = import_files([results])
     b = _import(capsys, [results], tmp_path / "imp")
     assert a["suites"] == b["suites"]
+
+
+def test_a_samples_file_is_matched_to_its_own_task():
+    """longbench_trec's samples are not longbench_trec_e's (a task whose name extends another's)."""
+    from pathlib import Path
+
+    from harness.imports.lm_eval_samples import samples_file
+
+    given = [Path("x/samples_longbench_trec_e_2026-01-01T10-00-00.1.jsonl")]
+    assert samples_file(Path("x/results_2026-01-01T10-00-00.1.json"), "longbench_trec", given) is None
+    assert samples_file(Path("x/results_2026-01-01T10-00-00.1.json"), "longbench_trec_e", given) == given[0]
+
+
+def test_a_suite_with_samples_for_some_cells_only(tmp_path, capsys):
+    """HELMET's .score files, one without its output json beside it: the cells with samples get our
+    intervals and samples blocks, the other its aggregate alone, and the averages stay the aggregates'."""
+    paths = sf.write_helmet(tmp_path / "helmet")
+    lone = next(p for p in paths if p.name.startswith("ruler_vt_") and "_in1024_" in p.name)
+    lone.with_name(lone.name.removesuffix(".score")).unlink()
+    data = _import(capsys, paths, tmp_path / "imp")
+    assert data["provenance"]["source"]["per_sample"] == "5 of 6 cells"
+    ruler = data["suites"]["ruler"]
+    vt = ruler["per_task"]["vt"]["1024"]
+    assert "ci_low" not in vt and "1024" not in ruler["samples"].get("vt", {})
+    assert vt["prompt_tokens"] == pytest.approx(json.loads(lone.read_text())["input_len"], abs=0.05)
+    niah = ruler["per_task"]["niah_single_1"]["1024"]
+    assert niah["ci_low"] <= niah["mean"] <= niah["ci_high"] and "1024" in ruler["samples"]["niah_single_1"]
+    means = [ruler["per_task"][t]["1024"]["mean"] for t in ("niah_single_1", "niah_multikey_1", "vt")]
+    assert ruler["per_length"]["1024"]["mean"] == pytest.approx(statistics.fmean(means))
+    assert "ci_low" not in ruler["per_length"]["1024"]  # an interval over tasks needs every task's samples
+    assert "per-sample scores for 5 of 6 cells" in data["provenance"]["imported"]
