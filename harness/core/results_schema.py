@@ -383,6 +383,11 @@ class SequentialCell(Strict):
         return self
 
 
+class SequentialSamples(Strict):
+    used: Count  # samples drawn over the (task, length) cells
+    fixed: Count  # samples the fixed protocol takes there
+
+
 class Sequential(Strict):
     """results.json "sequential": the stopping rule and every cell's verdict (docs/sequential.md)."""
 
@@ -396,10 +401,18 @@ class Sequential(Strict):
     round_size: Positive
     max_samples: Positive | None = None
     rounds: Count
-    samples: dict[Literal["used", "fixed"], Count]
+    samples: SequentialSamples
     # task (or "average") -> length -> cell
     cells: dict[str, dict[LengthKey, SequentialCell]]
     against: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _rule_of_its_mode(self) -> Sequential:
+        if self.mode == "width" and self.width is None:
+            raise ValueError("a width-mode block names no width")
+        if self.mode == "paired" and self.width is not None:
+            raise ValueError("a paired block names a width")
+        return self
 
 
 class Results(Strict):
