@@ -4,6 +4,7 @@
     python benchmarks/train_step.py --lengths 4096 --steps 2
     python benchmarks/train_step.py --section cuda        # CUDA: 16K-64K, ~1B random Llama, varlen, bf16
     python benchmarks/train_step.py --section cuda-check  # CUDA: bf16 logits of varlen/flex vs dense
+    python benchmarks/train_step.py --section probes      # in-loop probes' cost at the demo's window (CPU or CUDA)
 
 Documents: lengths drawn from a lognormal with mean 2000 tokens and sigma 1.0 (SlimPajama-like:
 many short documents, a few long ones), random token ids, packed by training.packing exactly as in
@@ -13,6 +14,13 @@ whose "full" mode is one causal sequence per window. A step is forward + loss + 
 as in training/step.py. The table gives the median step time per mode, the anchor/full ratio
 (target: <= 0.5 at 16K on CPU and at 64K on CUDA) and the fraction of causal attention pairs the
 anchor mask keeps (counted from the segments, checked against the dense mask at 4K).
+
+Section probes: the in-loop probes (training/probes.py) against training steps of the demo's base
+model (assets/demo-base) at the demo's window and dtype (2048, bf16 autocast, sdpa-doc on CPU,
+varlen on CUDA, anchor mode, batch 1), in one process: rounds of --probe-steps training steps, each
+followed by one run of the probes, so load from other processes hits both alike. It prints the
+median step and probe times (each probe's share too) and the training time of one --probe-every
+interval without and with the probes, and their ratio (target: <= 1.02 at the default interval).
 
 Imports stay lazy and use only torch + transformers (CUDA machines lack datasets, jinja2, lm-eval).
 """
@@ -102,8 +110,7 @@ def step_times(models: dict, wins, kernel: str, *, steps: int, dtype, device) ->
     """
     import torch
 
-    from training.attention import forward_kwargs, gather_logits, prepare_model
-    from training.loop import loss_sum, shifted_targets
+    from training.attention import prepare_model
     from training.modes import build_batch
 
     opts = {}
@@ -114,21 +121,32 @@ def step_times(models: dict, wins, kernel: str, *, steps: int, dtype, device) ->
     for i in range(steps + 1):
         for mode, model in models.items():
             batch = build_batch([wins[i % len(wins)]], mode).to(device)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
-                logits = model(**forward_kwargs(batch, kernel)).logits
-            targets = shifted_targets(batch.labels)
-            loss = loss_sum(gather_logits(logits, batch, kernel), targets) / max(int((targets != -100).sum()), 1)
-            loss.backward()
-            opts[mode].step()
-            opts[mode].zero_grad(set_to_none=True)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
+            seconds = train_step(model, opts[mode], batch, kernel, dtype=dtype, device=device)
             if i:
-                times[mode].append(time.perf_counter() - t0)
+                times[mode].append(seconds)
     return times
+
+
+def train_step(model, optimizer, batch, kernel: str, *, dtype, device) -> float:
+    """Seconds of one training step on `batch`: forward, token-mean loss, backward, AdamW (training/step.py)."""
+    import torch
+
+    from training.attention import forward_kwargs, gather_logits
+    from training.loop import loss_sum, shifted_targets
+
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+        logits = model(**forward_kwargs(batch, kernel)).logits
+    targets = shifted_targets(batch.labels)
+    loss = loss_sum(gather_logits(logits, batch, kernel), targets) / max(int((targets != -100).sum()), 1)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
 
 
 def _table(rows: list[dict], title: str) -> None:
@@ -251,13 +269,129 @@ def run_cuda_check(args) -> None:
                 )
 
 
+DEMO_BASE = Path(__file__).resolve().parent.parent / "assets" / "demo-base"
+PROBE_INTERVALS = (50, 100, 200, 400)  # shown beside the default, to see where 2% falls
+
+
+def run_probes(args) -> dict:
+    """The in-loop probes' cost against training steps, at the demo's window, model and dtype (module docstring)."""
+    import tempfile
+
+    import torch
+
+    from harness.demo.config import DemoConfig
+    from training.config import DEFAULT_PROBE_EVERY, DataConfig, ModelConfig, ProbeConfig, ScheduleConfig, TrainJob
+    from training.distributed import SingleProcess
+    from training.loop import make_optimizer
+    from training.model_files import load_model, load_tokenizer_for
+    from training.modes import build_batch
+    from training.probes import open_probes
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    demo = DemoConfig()
+    window, every = args.probe_window or demo.window, args.probe_every or DEFAULT_PROBE_EVERY
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    kernel = "varlen" if device.type == "cuda" else "sdpa-doc"
+    with tempfile.TemporaryDirectory() as out:
+        job = TrainJob(
+            model=ModelConfig(str(DEMO_BASE), dtype=demo.dtype, kernel=kernel),
+            data=DataConfig(["<benchmark windows>"], mode="anchor", window=window, seed=demo.seed),
+            out=out,
+            schedule=ScheduleConfig(steps=every),
+            probes=ProbeConfig(every=every),
+        )
+        probes = open_probes(job, load_tokenizer_for(job), SingleProcess(device))
+        assert probes is not None
+        model, _ = load_model(job, device)
+        from training.attention import prepare_model
+
+        prepare_model(model, kernel)
+        optimizer = make_optimizer(model, job)
+        dtype = torch.bfloat16 if demo.dtype == "bf16" else torch.float32
+        wins = windows(window, args.probe_rounds * args.probe_steps + 1, model.config.vocab_size)
+        model.train()
+
+        def step(i: int) -> float:
+            return train_step(
+                model, optimizer, build_batch([wins[i]], "anchor").to(device), kernel, dtype=dtype, device=device
+            )
+
+        first, steps, runs, parts, in_steps = _time_probes(model, probes, step, args.probe_rounds, args.probe_steps)
+    res = {
+        "window": window,
+        "every": every,
+        "step": statistics.median(steps),
+        "probe": statistics.median(runs),
+        "first": first,
+        # A probe run in training steps, each against the steps of its own round (load changes between rounds).
+        "probe_steps": statistics.median(in_steps),
+        "parts": {k: statistics.median(p[k] for p in parts) for k in parts[0]},
+        "needles": len(probes.probe_set.needles),
+        "docs": len(probes.probe_set.documents),
+        "rope_len": probes.spec.rope_len,
+    }
+    where = (
+        f"CUDA {torch.cuda.get_device_name()}" if device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
+    )
+    _probe_table(
+        res,
+        sorted({*PROBE_INTERVALS, every}),
+        f"{where}, {kernel}, {demo.dtype}, {args.probe_rounds} rounds of {args.probe_steps} steps",
+    )
+    return res
+
+
+def _time_probes(model, probes, step, rounds: int, per_round: int):
+    """(first probe run's seconds, step seconds, probe seconds, per-probe seconds, each probe run in
+    steps of its round): a warm-up step and the first probe run (it builds the bf16 copy D runs on),
+    then rounds of steps and one probe run."""
+    step(0)
+    t0 = time.perf_counter()
+    probes.run(model)
+    first = time.perf_counter() - t0
+    steps, runs, parts, in_steps = [], [], [], []
+    for r in range(rounds):
+        mine = [step(1 + r * per_round + k) for k in range(per_round)]
+        t0 = time.perf_counter()
+        probes.run(model)
+        runs.append(time.perf_counter() - t0)
+        parts.append(dict(probes.seconds))
+        steps += mine
+        in_steps.append(runs[-1] / statistics.mean(mine))  # against the steps just before it: same load
+    return first, steps, runs, parts, in_steps
+
+
+def _probe_table(res: dict, intervals: list[int], where: str) -> None:
+    parts = res["parts"]
+    print(
+        f"\nIn-loop probes at window {res['window']}: demo base model, anchor, batch 1; {where}; "
+        f"{res['needles']} needle prompts, {res['docs']} held-out windows, D on {res['rope_len']} tokens"
+    )
+    print(
+        f"median s/step {res['step']:.3f}; median s/probe {res['probe']:.3f} (needle {parts['needle']:.3f}, "
+        f"position {parts['position']:.3f}, D {parts['rope']:.3f}); first probe run {res['first']:.3f} (builds the bf16 copy)"
+    )
+    print(f"a probe run costs {res['probe_steps']:.2f} training steps (median over rounds, each against its own steps)")
+    print(f"{'every':>6} {'train s (no probes)':>20} {'train s (probes)':>17} {'ratio':>7} {'target':>9}")
+    for n in intervals:
+        without = n * res["step"]
+        ratio = 1 + res["probe_steps"] / n  # the same as (without + probe) / without at each round's load
+        mark = (" ok <=1.02" if ratio <= 1.02 else " FAIL >1.02") + " (default)" if n == res["every"] else ""
+        print(f"{n:>6} {without:>20.2f} {without * ratio:>17.2f} {ratio:>7.4f}{mark}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="anchor vs full training step time (see the module docstring)")
-    ap.add_argument("--section", choices=("cpu", "cuda", "cuda-check", "all"), default="cpu")
+    ap.add_argument("--section", choices=("cpu", "cuda", "cuda-check", "probes", "all"), default="cpu")
     ap.add_argument("--lengths", type=int, nargs="+", default=[4096, 8192, 16384], help="CPU windows")
     ap.add_argument("--cuda-lengths", type=int, nargs="+", default=[16384, 32768, 65536], help="CUDA windows")
     ap.add_argument("--steps", type=int, default=3, help="timed steps per mode (after one warm-up step)")
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (default: torch's default)")
+    ap.add_argument("--probe-window", type=int, default=0, help="probes: window (default: the demo's)")
+    ap.add_argument("--probe-every", type=int, default=0, help="probes: the interval (default: harness train's)")
+    ap.add_argument("--probe-rounds", type=int, default=5, help="probes: rounds of steps + one probe run")
+    ap.add_argument("--probe-steps", type=int, default=5, help="probes: training steps per round")
     args = ap.parse_args(argv)
     if args.section in ("cpu", "all"):
         run_cpu(args)
@@ -265,6 +399,8 @@ def main(argv=None) -> int:
         run_cuda(args)
     if args.section in ("cuda-check", "all"):
         run_cuda_check(args)
+    if args.section in ("probes", "all"):
+        run_probes(args)
     return 0
 
 

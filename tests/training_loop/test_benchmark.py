@@ -41,3 +41,14 @@ def test_lognormal_windows_have_realistic_documents():
     # Many short pieces and a few long ones: the median sits well below the mean.
     lengths.sort()
     assert lengths[len(lengths) // 2] < sum(lengths) / len(lengths)
+
+
+def test_probe_cost_section_small(capsys):
+    """The probes section at a toy window: both timings positive, the table printed with the default marked."""
+    bench = _load()
+    ns = bench.main.__globals__["argparse"].Namespace
+    res = bench.run_probes(ns(threads=1, probe_window=256, probe_every=0, probe_rounds=1, probe_steps=1))
+    assert res["window"] == 256 and res["step"] > 0 and res["probe"] > 0 and res["probe_steps"] > 0
+    assert set(res["parts"]) == {"needle", "position", "rope"} and res["rope_len"] == 256
+    out = capsys.readouterr().out
+    assert "In-loop probes at window 256" in out and "(default)" in out
