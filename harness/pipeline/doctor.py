@@ -25,19 +25,13 @@ from typing import Any
 
 from harness.core.errors import UserError
 
-PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
+from harness.pipeline.doctor_check import FAIL, PASS, SKIP, WARN, Check
+from harness.pipeline.doctor_prompt import prompt_checks, thinking_canary_check
+
+__all__ = ["FAIL", "PASS", "SKIP", "WARN", "Check", "preflight", "run_checks"]
+
 CANARY_TASK = "niah_single_1"
 CANARY_LENGTH = 1024  # the shortest RULER length anyone reports; lower when the context is shorter
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: str
-    detail: str
-
-    def line(self) -> str:
-        return f"{self.status:<4}  {self.name:<16} {self.detail}"
 
 
 @dataclass
@@ -312,6 +306,7 @@ def cheap_checks(cfg, probe_server: bool = True) -> tuple[list[Check], _Setup | 
     checks.append(_check_rope(cfg, s))
     checks += _check_tokenizer(cfg, s, probe_server)
     checks += _check_format(cfg, s)
+    checks += prompt_checks(cfg, s.tokenizer, s.context)  # chat turns kept, one BOS, the budget
     return checks, s
 
 
@@ -347,7 +342,9 @@ def canary_checks(cfg, s: _Setup, n: int) -> list[Check]:
         except UserError as exc:
             return [Check("canaries", FAIL, f"{CANARY_TASK} at {format_length(length)} did not run: {exc}")]
         _, records = read_store(Path(canary.out) / "samples.jsonl")
-    return judge_canaries(records, s.tokenizer, f"{CANARY_TASK} at {format_length(length)}")
+    what = f"{CANARY_TASK} at {format_length(length)}"
+    thinking = thinking_canary_check(records, cfg, what)  # a reasoning model's outputs, read first
+    return [thinking] if thinking is not None else judge_canaries(records, s.tokenizer, what)
 
 
 def judge_canaries(records: list[dict], tokenizer, what: str) -> list[Check]:
@@ -387,6 +384,10 @@ def run_checks(cfg, canaries: int = 4) -> list[Check]:
     """Every check; canaries only when the cheap checks found nothing that fails."""
     checks, s = cheap_checks(cfg)
     if canaries > 0 and s is not None and not any(c.status == FAIL for c in checks):
+        if s.sources[0].checkpoint.kind == "openai":  # the server takes the run's longest request whole
+            from harness.pipeline.doctor_served import served_context_check
+
+            checks.append(served_context_check(cfg, s.tokenizer, s.context))
         checks += canary_checks(cfg, s, canaries)
     elif canaries > 0:
         checks.append(Check("canaries", SKIP, "not run: fix the failures above first"))

@@ -21,7 +21,14 @@ from tasks.base import Sample
 from tasks.helmet import data, metrics, reference
 from tasks.helmet import judge_prompts as JP
 from tasks.helmet.draws import SHOTS, hf_shuffle
-from tasks.helmet.judged import SUMM_JUDGE_TOKENS, HelmetContextTask, HelmetJudgedTask, _rows, summary_f1
+from tasks.helmet.judged import (
+    SUMM_JUDGE_TOKENS,
+    HelmetContextTask,
+    HelmetJudgedTask,
+    _rows,
+    no_answer,
+    summary_f1,
+)
 from tasks.registry import register_task
 
 QA_USER = (
@@ -167,6 +174,8 @@ class HelmetInfBenchSum(InfBenchTask, HelmetJudgedTask):
         return _sum_keypoints(str(data.data_dir()))
 
     def score(self, prediction: str, sample: Sample) -> float:
+        if no_answer(prediction):  # nothing to judge (tasks/helmet/judged.py)
+            return 0.0
         kps = self._keypoints().get(sample.metadata["id"])
         if kps is None:
             raise UserError(f"{self.name}: no keypoints for item {sample.metadata['id']}: {data.FIX}")

@@ -207,6 +207,14 @@ class HelmetJudgedTask(HelmetContextTask):
         HelmetContextTask.check_available(self)
 
 
+def no_answer(prediction: str, parsed: str | None = None) -> bool:
+    """An empty prediction (or one whose parsed answer is empty) scores 0 without asking the judge: a
+    judge shown no answer can grade it only wrongly above 0 (an AA-LCR checker graded empty answers
+    CORRECT: scitix/sieval PR 44, NVIDIA-NeMo/Skills PR 935); a sound judge gives it 0 too, so the
+    scores of HELMET's own judge are unchanged."""
+    return not prediction.strip() or (parsed is not None and not parsed.strip())
+
+
 def summary_f1(task: HelmetJudgedTask, text: str, kps: list[str], expert: str, prompts: tuple, what: str) -> float:
     """eval_gpt4_summ.py's score: fluency x F1(key-point recall, precision against the expert summary)."""
     fluency_prompt, recall_prompt, precision_prompt = prompts
@@ -288,10 +296,13 @@ class HelmetNarrativeQA(HelmetJudgedTask):
         from tasks.helmet.metrics import parse_output
 
         out = self._output(prediction, sample).replace("\n", " ")  # eval_gpt4_longqa.parse_output
+        parsed = parse_output(out)
+        if no_answer(prediction, parsed):
+            return 0.0
         prompt = JP.LONGQA_JUDGE.format(
             question=sample.metadata["question"],
             correct_answers=list(sample.references),
-            parsed_output=parse_output(out),
+            parsed_output=parsed,
         )
 
         def read(s: dict) -> bool:
@@ -364,6 +375,8 @@ class HelmetMultiLexSum(HelmetJudgedTask):
         )
 
     def score(self, prediction: str, sample: Sample) -> float:
+        if no_answer(prediction):
+            return 0.0
         meta = sample.metadata
         text = self._output(prediction, sample).strip()
         prompts = (JP.SUMM_FLUENCY, JP.SUMM_RECALL, JP.SUMM_PRECISION)

@@ -52,6 +52,13 @@ def endpoint_from_settings(settings: RunnerSettings) -> Endpoint:
     )
 
 
+def prompt_truncated(sent: int, read: int) -> bool:
+    """Whether a server read materially fewer prompt tokens than it was sent (it cut the prompt): more
+    than 5% (and 8 tokens) fewer. Two tokenizers of one model differ by a token or two (BOS, a merge);
+    a server that truncates (Ollama's num_ctx, a proxy's limit) reads a fraction."""
+    return read < sent - max(8, sent // 20)
+
+
 def prompt_logprobs_missing(endpoint: Endpoint, model: str, ids: list[int]) -> str | None:
     """Why the server cannot score loglikelihood tasks (None when it returns prompt log-probs):
     one short echo + logprobs request, sent when planning so those tasks are reported unavailable
@@ -121,7 +128,10 @@ class OpenAIRunner:
             )
 
     def _note_count(self, local: int, served: int | None) -> None:
-        """Warn once when the server counts the prompt differently from the local tokenizer."""
+        """Warn once when the server counts the prompt differently from the local tokenizer; stop
+        when it read a fraction of it (it cut the prompt: the answer is not to the task asked)."""
+        if served is not None and prompt_truncated(local, served):
+            raise EndpointError(self._truncated(local, served))
         if served is None or served == local or self._warned:
             return
         with self._lock:
@@ -132,6 +142,14 @@ class OpenAIRunner:
                     "pass --tokenizer with the served model's tokenizer (lengths are counted locally)",
                     file=sys.stderr,
                 )
+
+    def _truncated(self, sent: int, read: int) -> str:
+        return (
+            f"the server at {self.endpoint.base} read {read} of the {sent} prompt tokens it was sent: it cuts long "
+            "prompts in silence (Ollama's num_ctx, a truncate setting of the server or a proxy) or counts with another "
+            "tokenizer than --tokenizer, so its answer is not to the prompt measured and is not stored; serve the model "
+            "with a longer context, or pass its own tokenizer (harness doctor checks both)"
+        )
 
     # -- generation --------------------------------------------------------------------------
     def _complete(self, r: GenerationRequest) -> str:
