@@ -190,7 +190,7 @@ def add_prompt_options(g) -> None:
         metavar="N",
         help="a reasoning model's thinking budget apart from the answer's: it may think N tokens, then the thought "
         "is closed and the answer keeps the task's budget (or --max-new-tokens); the answer is what follows "
-        "</think> (docs/served-models.md, \"Thinking budgets\")",
+        '</think> (docs/served-models.md, "Thinking budgets")',
     )
     g.add_argument("--system-prompt", metavar="TEXT", help="a system turn before the task (needs --chat)")
     g.add_argument(

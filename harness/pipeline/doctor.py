@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import UserError
-
 from harness.pipeline.doctor_check import FAIL, PASS, SKIP, WARN, Check
 from harness.pipeline.doctor_prompt import prompt_checks, thinking_canary_check
 

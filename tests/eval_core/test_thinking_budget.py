@@ -129,3 +129,28 @@ def test_answer_cut_is_what_at_max_reads():
     rec = {"metadata": {"max_new_tokens": 8, "answer_cut": False}, "compute": {"new_tokens": 300}}
     assert not at_max(rec)  # the 300 tokens were mostly thought
     assert at_max({"metadata": {"max_new_tokens": 8, "answer_cut": True}})
+
+
+def test_hf_run_with_a_budget_is_its_own_identity_and_counted(tiny_llama_dir, tmp_path, capsys):
+    """Through the hf backend (the tiny random model writes no thought): every record carries the
+    budget's account, the cell counts it, and a run without the flag computes its own records."""
+    import json
+
+    from harness.cli import main
+    from harness.pipeline.store import read_store
+
+    out = tmp_path / "o"
+    argv = ["eval", "--ckpts", str(tiny_llama_dir), "--tasks", "vt", "--lengths", "1k", "--samples", "2",
+            "--no-progress", "--out", str(out), "--cache-dir", "none"]  # fmt: skip
+    assert main([*argv, "--max-thinking-tokens", "8"]) == 0
+    records = read_store(out / "samples.jsonl")[1]
+    assert len(records) == 2 and all(r["settings"]["options"] == {"max_thinking_tokens": 8} for r in records)
+    meta = [r["metadata"] for r in records]
+    assert all(m["thinking_tokens"] == 0 and m["thinking_cut"] is False for m in meta)
+    assert all(m["answer_tokens"] <= m["max_new_tokens"] for m in meta)
+    cell = json.loads((out / "results.json").read_text())["suites"]["custom"]["per_task"]["vt"]["1024"]
+    assert cell["budget"] == {"thinking_cut": 0, "answer_cut": sum(m["answer_cut"] for m in meta), "n": 2}
+    capsys.readouterr()
+    assert main(argv) == 0  # no budget: not one of the budgeted run's records
+    assert len(read_store(out / "samples.jsonl")[1]) == 4
+    assert "budget" not in json.loads((out / "results.json").read_text())["suites"]["custom"]["per_task"]["vt"]["1024"]
