@@ -18,6 +18,8 @@ new one, and the store's lock keeps the two from computing a sample twice.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -70,7 +72,13 @@ def check_eval_flags(argv: list[str]) -> None:
     from harness.commands._follow_options import check_follow_args
     from harness.commands.eval import check_args
 
-    args = build_parser().parse_args(argv)  # a flag eval does not take: argparse's one line, exit 2
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            args = build_parser().parse_args(argv)
+    except SystemExit:  # a flag eval does not take: argparse's line, said as this flag's
+        why = re.sub(r"^error: [\w ]*?: |; see `.*`$", "", said.getvalue().strip())
+        raise UserError(f"--follow-eval: {why} (see `harness eval --help`)") from None
     check_follow_args(args)
     check_args(args)
 
