@@ -63,6 +63,7 @@ def several_steps(run_series: dict) -> bool:
 
 def suite_charts(block: dict) -> dict:
     """The SVG charts of one charted suite (leaderboards.series): length, steps, effective length."""
+    from leaderboards import training_curve
     from leaderboards.svg import eff_step_chart, length_chart, step_chart
 
     label = block["label"]
@@ -72,4 +73,5 @@ def suite_charts(block: dict) -> dict:
         "by_length": length_chart(block["by_length"], threshold=block["threshold"], label=label),
         "by_step": [step_chart(s, label=label) for s in block["by_step"] if several_steps(s)],
         "eff_by_step": [eff_step_chart(e, label=label) for e in block["eff_by_step"]],
+        "eff_by_tokens": training_curve.charts(block),
     }

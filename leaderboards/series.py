@@ -2,7 +2,7 @@
 
     from leaderboards.series import chart_series
     series = chart_series(runs, threshold=None)
-    series["suites"][0]   # {"suite", "label", "threshold", "by_length", "by_step", "eff_by_step"}
+    series["suites"][0]   # {"suite", "label", "threshold", "by_length", "by_step", "eff_by_step", "eff_by_tokens"}
 
 A suite is charted when its block's lengths are context lengths (harness.pipeline.aggregate's
 suite_length_controlled: not a suite stored at length 0, nor one marked length_controlled false)
@@ -36,6 +36,7 @@ def chart_series(runs: list[dict], threshold: float | None = None) -> dict:
 
     `by_length` and `by_step` at the top level repeat the first suite's (the page's first chart)."""
     from leaderboards.labels import suite_label, suite_rank
+    from leaderboards.training_curve import eff_by_tokens
 
     names = sorted({n for r in runs for n, s in r["suites"].items() if chartable(s)}, key=suite_rank)
     blocks = []
@@ -50,6 +51,7 @@ def chart_series(runs: list[dict], threshold: float | None = None) -> dict:
                 "by_length": [_by_length(r, name) for r in have],
                 "by_step": [s for s in (_by_step(r, name) for r in have) if s is not None],
                 "eff_by_step": [e for e in (_eff_by_step(r, name, thr) for r in have) if e is not None],
+                "eff_by_tokens": [e for e in (eff_by_tokens(r, name, thr) for r in have) if e is not None],
             }
         )
     first = blocks[0] if blocks else {"by_length": [], "by_step": []}

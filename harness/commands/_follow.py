@@ -15,6 +15,7 @@ import io
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 FOLLOW_PARENT_ENV = "HARNESS_FOLLOW_PARENT"
 FOLLOW_SINCE_ENV = "HARNESS_FOLLOW_SINCE"
@@ -55,9 +56,9 @@ def _leaderboard(results_dir, board: str, name: str) -> None:
         args._run(args)
 
 
-def run_follow(args: argparse.Namespace) -> int:
+def run_follow(args: argparse.Namespace, config_from_args: Callable) -> int:
+    """`harness eval --follow`; `config_from_args` is eval's (passed in: eval imports this module)."""
     from harness.commands._follow_options import DEFAULT_NO_GAIN_AFTER, DEFAULT_POLL, check_follow_args
-    from harness.commands.eval import config_from_args
     from harness.core.paths import check_out
     from harness.pipeline.follow import FollowOptions, FollowUpdate, follow
     from harness.pipeline.run_verdicts import log_row

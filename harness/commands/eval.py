@@ -299,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
     if args.follow or args.leaderboard or args.no_gain_after is not None or args.follow_poll is not None:
         from harness.commands._follow import run_follow
 
-        return run_follow(args)  # evaluates each checkpoint of a training run as it is written
+        return run_follow(args, config_from_args)  # each checkpoint of a training run as it is written
     rule = sequential_rule(args)  # before any model: a bad --alpha is an error now
     cfg = config_from_args(args)
     if not cfg.no_doctor:
