@@ -270,7 +270,7 @@ def run_cuda_check(args) -> None:
 
 
 DEMO_BASE = Path(__file__).resolve().parent.parent / "assets" / "demo-base"
-PROBE_INTERVALS = (50, 100, 200, 400)  # shown beside the default, to see where 2% falls
+PROBE_INTERVALS = (50, 100, 200, 250, 400)  # shown beside the default, to see where 2% falls
 
 
 def run_probes(args) -> dict:

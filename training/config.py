@@ -100,9 +100,9 @@ class CheckpointConfig:
     """Write the full resumable state under <run>/state/ every N steps (and at the end); None: only at the end."""
 
 
-# Probes every this many steps: measured at most 2% of training time on the demo's 2K window
-# (benchmarks/train_step.py --section probes; benchmarks/RESULTS.md).
-DEFAULT_PROBE_EVERY = 200
+# Probes every this many steps: a probe run cost 3.7-5.0 training steps on the demo's 2K window (CPU, shared), so
+# 1.2-1.7% of training time (benchmarks/train_step.py --section probes; benchmarks/RESULTS.md).
+DEFAULT_PROBE_EVERY = 300
 
 
 @dataclass
