@@ -315,5 +315,5 @@ def _long_documents(spec: ProbeSpec, tokenizer, body: int) -> list[list[int]]:
     raise UserError(
         f"--probe-docs {','.join(spec.docs or [])} holds {len(found)} document(s) of at least {body} tokens; "
         f"the loss by position needs {spec.num_docs} that fill the {spec.window}-token window: pass longer "
-        "documents or a smaller --probe-docs-count"
+        "documents or a smaller --probe-num-docs"
     )

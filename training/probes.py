@@ -50,7 +50,7 @@ CE_ROWS = 4096  # positions per float32 cross-entropy chunk: the float32 logits 
 NEEDLE_MARGIN = 32  # tokens beyond a one-line needle prompt that a default needle length must leave
 
 
-def probe_spec(job: TrainJob, tokenizer) -> ProbeSpec | None:
+def probe_spec(job: TrainJob, tokenizer, *, quiet: bool = False) -> ProbeSpec | None:
     """The run's resolved probe settings, or None when the probes are off (every 0, or past --steps)."""
     p, d = job.probes, job.data
     if p.every < 1 or p.every > job.schedule.steps:
@@ -65,7 +65,7 @@ def probe_spec(job: TrainJob, tokenizer) -> ProbeSpec | None:
     rope_len = min(d.window, DEFAULT_ROPE_LEN) if p.rope_len is None else p.rope_len
     if rope_len > d.window:
         raise UserError(f"--probe-rope-len {rope_len} is longer than --window {d.window}: pass at most the window")
-    lengths = p.lengths if p.lengths is not None else _default_lengths(d.window, tokenizer)
+    lengths = p.lengths if p.lengths is not None else _default_lengths(d.window, tokenizer, quiet)
     return ProbeSpec(
         seed=d.seed,
         window=d.window,
@@ -78,14 +78,14 @@ def probe_spec(job: TrainJob, tokenizer) -> ProbeSpec | None:
     )
 
 
-def _default_lengths(window: int, tokenizer) -> list[int]:
+def _default_lengths(window: int, tokenizer, quiet: bool) -> list[int]:
     """A quarter, a half and all of the window: those that hold a needle prompt (a tiny test window
     may hold none; then the needle probe is off and says so)."""
     from training.probe_set import shortest_needle_prompt
 
     floor = shortest_needle_prompt(tokenizer)
     kept = [n for n in sorted({window // 4, window // 2, window}) if n >= floor + NEEDLE_MARGIN]
-    if not kept:
+    if not kept and not quiet:
         print(
             f"probes: no needle probe (the {window}-token window is shorter than a needle prompt, "
             f"{floor} tokens, plus {NEEDLE_MARGIN})",
@@ -96,7 +96,7 @@ def _default_lengths(window: int, tokenizer) -> list[int]:
 
 def open_probes(job: TrainJob, tokenizer, ctx) -> Probes | None:
     """The run's probes (None when off), their probe set made or read back (rank 0 writes it)."""
-    spec = probe_spec(job, tokenizer)
+    spec = probe_spec(job, tokenizer, quiet=ctx.rank != 0)
     if spec is None:
         return None
     probe_set = open_probe_set(job.out, spec, tokenizer, write=ctx.rank == 0)
