@@ -329,3 +329,44 @@ def test_bad_probe_flags_are_one_line(flags, message, tmp_path, capsys):
     code = main([*argv, "--window", "256", "--steps", "4", *flags])
     err = capsys.readouterr().err
     assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+def test_probe_flags_reach_the_run(tmp_path, tiny_llama_dir, corpus_path, capsys):
+    from harness.cli import main
+    from training.logging import read_log
+
+    out = tmp_path / "run"
+    argv = ["train", "--model", str(tiny_llama_dir), "--data", str(corpus_path), "--out", str(out), "--mode", "anchor"]
+    argv += [
+        "--window",
+        "256",
+        "--steps",
+        "2",
+        "--dtype",
+        "fp32",
+        "--no-progress",
+        "--max-docs",
+        "20",
+        "--save-every",
+        "2",
+    ]
+    argv += ["--probe-every", "2", "--probe-lengths", "250", "--probe-depths", "50,25", "--probe-buckets", "4"]
+    argv += ["--probe-rope-len", "64", "--probe-num-docs", "1"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "probes: every 2 steps; probe set" in capsys.readouterr().out
+    row = read_log(out / "log.jsonl")[-1]
+    assert sorted(k for k in row if k.startswith("probe_needle/logp_2")) == [
+        "probe_needle/logp_250_d25",
+        "probe_needle/logp_250_d50",
+    ]
+    assert len([k for k in row if k.startswith("probe_pos/loss_")]) == 4 and "probe_rope/D_bf16" in row
+    meta = json.loads((out / "ckpt-2" / "harness_training.json").read_text())
+    assert meta["job"]["probes"] == {
+        "every": 2,
+        "lengths": [250],
+        "depths": [25.0, 50.0],
+        "docs": None,
+        "num_docs": 1,
+        "buckets": 4,
+        "rope_len": 64,
+    }
