@@ -91,6 +91,7 @@ class FollowerChild:
         self.argv = argv
         self.visible = visible
         self.proc: subprocess.Popen | None = None
+        self.extra_env: dict[str, str] = {}  # more of the child's environment (e.g. HARNESS_THREADS)
         self._stopping = False
         self._watch: threading.Thread | None = None
 
@@ -111,6 +112,7 @@ class FollowerChild:
         env = {**os.environ, FOLLOW_PARENT_ENV: str(os.getpid()), FOLLOW_SINCE_ENV: repr(time.time())}
         if self.visible is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.visible
+        env.update(self.extra_env)
         self.proc = subprocess.Popen([sys.executable, "-m", "harness", *self.argv], env=env, stdin=subprocess.DEVNULL)
         print(f"follower started (pid {self.proc.pid}): {self.command()}", flush=True)
         self._watch = threading.Thread(target=self._wait, name="follower-watch", daemon=True)

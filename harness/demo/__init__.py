@@ -46,6 +46,7 @@ from pathlib import Path
 from harness.core.errors import UserError
 from harness.demo.config import DemoConfig
 from harness.demo.data import CORPUS_SEED, _corpus, corpus_stats
+from harness.demo.follow import finish_followers, start_follower
 from harness.demo.model import _as_folder
 from harness.demo.rope import ROPE_DELTA1, ROPE_DELTA2, ROPE_DTYPES, print_rope_table, rope_stage
 from harness.demo.subcommands import _cli, _eval_argv, _minutes_for, _train_argv
@@ -76,8 +77,19 @@ def run_demo(cfg: DemoConfig) -> dict:
     stage = _Stages(t0, 2 + len(cfg.modes) + len(cfg.modes) + (1 if cfg.base else 0) + (1 if rope else 0))
 
     cfg, data, corpus = _corpus_stage(cfg, out, stage)
-    runs, steps = train_modes(cfg, data, out, stage)
-    results = _eval_stages(cfg, tasks, runs, out, max(max(lengths), cfg.window), stage)
+    max_len = max(max(lengths), cfg.window)
+    followers: dict = {}  # each run evaluated as it trains (harness/demo/follow.py)
+
+    def follow(mode: str, run_dir: Path) -> None:
+        followers[mode] = start_follower(cfg, tasks, mode, run_dir, out / "results" / mode, max_len)
+
+    try:
+        runs, steps = train_modes(cfg, data, out, stage, follow=follow)
+        results = _eval_stages(cfg, tasks, runs, out, max_len, stage, followers)
+    except BaseException:
+        for child in followers.values():
+            child.stop()
+        raise
     rope_runs = _rope_stage(cfg, runs, out, stage) if rope else []
     baseline = "full" if "full" in runs else None
     board = _leaderboard_stage(cfg, results, baseline, rope_runs, out, stage)
@@ -119,10 +131,11 @@ def _corpus_stage(cfg: DemoConfig, out: Path, stage: _Stages) -> tuple[DemoConfi
     return cfg, data, (stats, whole)
 
 
-def train_modes(cfg: DemoConfig, data: str, out: Path, announce) -> tuple[dict[str, Path], int]:
+def train_modes(cfg: DemoConfig, data: str, out: Path, announce, follow=None) -> tuple[dict[str, Path], int]:
     """Train each mode from cfg.model into out/runs/<mode>; returns ({mode: run dir}, steps each
     trained). With cfg.train_minutes the first mode trains at most that long and the others as many
-    steps as it reached, so every mode sees the same tokens."""
+    steps as it reached, so every mode sees the same tokens. `follow(mode, run_dir)`, called before a
+    mode trains, starts the evaluation of its checkpoints as they are written."""
     runs: dict[str, Path] = {}
     steps = cfg.steps  # what the next mode is asked to train
     for i, mode in enumerate(cfg.modes):
@@ -132,7 +145,10 @@ def train_modes(cfg: DemoConfig, data: str, out: Path, announce) -> tuple[dict[s
         announce(
             f"train --mode {mode}: {budget} at window {cfg.window} in {cfg.dtype} from {cfg.model}, "
             f"checkpoint every {cfg.save_every}, keep the last {cfg.keep_last} -> {run_dir}"
+            + (" (each checkpoint evaluated as it is written)" if follow is not None else "")
         )
+        if follow is not None:
+            follow(mode, run_dir)
         _cli(_train_argv(cfg, mode, data, run_dir, steps, minutes))
         runs[mode] = run_dir
         if minutes:
@@ -144,19 +160,37 @@ def train_modes(cfg: DemoConfig, data: str, out: Path, announce) -> tuple[dict[s
 
 
 def _eval_stages(
-    cfg: DemoConfig, tasks: list[str], runs: dict[str, Path], out: Path, max_len: int, stage: _Stages
+    cfg: DemoConfig,
+    tasks: list[str],
+    runs: dict[str, Path],
+    out: Path,
+    max_len: int,
+    stage: _Stages,
+    followers: dict | None = None,
 ) -> dict[str, Path]:
-    """`harness eval` of the base model (one row) and of each run's last --keep-last checkpoints;
-    returns {name: results dir}."""
+    """`harness eval` of the base model (one row) and of each run's last --keep-last checkpoints (by the
+    run's follower, evaluating them as training wrote them, when it has one); returns {name: results dir}."""
     results: dict[str, Path] = {}
+    followers = followers or {}
     if cfg.base:
         stage(f"eval base model {cfg.model} on {len(tasks)} tasks at {cfg.lengths}, {cfg.samples} samples each")
         results["base"] = out / "results" / "base"
         _cli(_eval_argv(cfg, tasks, cfg.model, "base", results["base"], max_len, None))
+
+    def alone(mode: str) -> None:
+        ckpts = f"{runs[mode]}/ckpt-*"
+        _cli(_eval_argv(cfg, tasks, ckpts, mode, results[mode], max_len, cfg.keep_last))
+
     for mode, run_dir in runs.items():
-        stage(f"eval {mode}: last {cfg.keep_last} checkpoints of {run_dir} on {len(tasks)} tasks at {cfg.lengths}")
+        how = "evaluated as training wrote them, the last ones now" if mode in followers else "evaluated now"
+        stage(
+            f"eval {mode}: last {cfg.keep_last} checkpoints of {run_dir} on {len(tasks)} tasks at {cfg.lengths}, {how}"
+        )
         results[mode] = out / "results" / mode
-        _cli(_eval_argv(cfg, tasks, f"{run_dir}/ckpt-*", mode, results[mode], max_len, cfg.keep_last))
+        if mode in followers:
+            finish_followers({mode: followers[mode]}, alone)
+        else:
+            alone(mode)
     return results
 
 

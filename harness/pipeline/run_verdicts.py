@@ -231,7 +231,7 @@ def _tokens(n: int | None) -> str:
 
 def point_lines(curve: Curve, point: Point) -> list[str]:
     """What the follower prints for a checkpoint: its scores, then its differences."""
-    name = point.path.rstrip("/").split("/")[-1]
+    name = "/".join(point.path.rstrip("/").split("/")[-2:])  # run/ckpt-N: followers of two runs print together
     head = []
     for suite, s in point.suites.items():
         cells = "  ".join(f"{format_length(L)} {v:.1f}" for L, v in sorted(s["per_length"].items()))

@@ -88,6 +88,22 @@ def test_demo_writes_checkpoints_results_and_leaderboard(demo_run):
 
 
 @pytest.mark.slow
+def test_demo_prints_each_runs_curve_as_it_grows(demo_run):
+    """Each run's checkpoints are evaluated by its follower as training writes them (harness/demo/follow.py)."""
+    out, stdout = demo_run
+    for mode in ("full", "anchor"):
+        first, last = (
+            stdout.index(f"[follow] {mode}/ckpt-2 (step 2 · "),
+            stdout.index(f"[follow] {mode}/ckpt-4 (step 4 · "),
+        )
+        assert first < last
+        assert "  vs step 2 (previous): 1K " in stdout[last:]
+        history = json.loads((out / "results" / mode / "follow.json").read_text())
+        assert [(c["step"], c["train_tokens"]) for c in history["checkpoints"]] == [(2, 1024), (4, 2048)]
+    assert stdout.index("[follow] full/ckpt-4") < stdout.index("[demo 7/8]")  # before the RoPE stage
+
+
+@pytest.mark.slow
 def test_demo_measures_rope_on_base_and_last_checkpoints(demo_run):
     out, stdout = demo_run
     diag = json.loads((out / "diagnose" / "rope_diagnostic.json").read_text())

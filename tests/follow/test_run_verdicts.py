@@ -108,7 +108,7 @@ def test_lines_history_and_log_row():
     curve = _curve(0.25, 0.5, 0.75, k=2)
     last = curve.points[-1]
     lines = point_lines(curve, last)
-    assert lines[0].startswith("ckpt-30 (step 30 · 30K tokens): custom: 1K 75.0  2K 75.0  avg 75.0")
+    assert lines[0].startswith("run/ckpt-30 (step 30 · 30K tokens): custom: 1K 75.0  2K 75.0  avg 75.0")
     assert lines[1].startswith("  vs step 20 (previous): 1K +25.0 [") and lines[2].startswith("  vs step 10 (first):")
     body = history(curve, "run", {"run/ckpt-30"})
     assert [c["present"] for c in body["checkpoints"]] == [False, False, True]
