@@ -157,6 +157,12 @@ class Task:
         """Sample `index` at target `length`; deterministic given the arguments and the data."""
         raise NotImplementedError
 
+    def sample_fitted(self, length: int, budget: int, index: int, seed: int, tokenizer) -> Sample:
+        """Sample `index` of nominal `length` fitted to `budget` tokens (the length less a chat
+        template's own tokens, harness.pipeline.sample_plan). By default the sample at the budget; a
+        reference that picks its inputs by nominal length (HELMET's per-length files) overrides it."""
+        return self.sample(budget, index, seed, tokenizer)
+
     def num_samples_available(self, length: int) -> int | None:
         """For dataset-backed tasks, how many samples exist; None when unbounded."""
         return None

@@ -23,7 +23,7 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "longctx-harness")) / "samples"
 
 
-def cache_key(task: Task, length: int, seed: int, tokenizer) -> str:
+def cache_key(task: Task, length: int, seed: int, tokenizer, nominal: int | None = None) -> str:
     parts = {
         "task": task.name,
         "version": task.version,
@@ -34,6 +34,8 @@ def cache_key(task: Task, length: int, seed: int, tokenizer) -> str:
     }
     if task.protocols:  # the input protocol shapes the samples (keys of one-protocol tasks unchanged)
         parts["protocol"] = task.protocol
+    if nominal is not None:  # fitted below the nominal length (keys of unfitted samples unchanged)
+        parts["nominal"] = nominal
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -78,15 +80,19 @@ def generate_samples(
     seed: int = DEFAULT_SEED,
     cache_dir: Path | Literal[False] | None = None,
     progress=None,
+    nominal: int | None = None,
 ) -> list[Sample]:
     """Samples `indices` of `task` at `length`, from the cache where present.
 
     `progress`, when given, is called with the number of samples finished so far.
     `cache_dir=None` uses the default cache; pass `False` to disable caching.
+    `nominal`: the length the run asked for when `length` is that less a chat template's tokens
+    (Task.sample_fitted: a reference may pick its inputs by the nominal length).
     """
     task.check_available()
     indices = list(indices)
-    key = cache_key(task, length, seed, tokenizer)
+    fitted_from = nominal if nominal is not None and nominal != length else None
+    key = cache_key(task, length, seed, tokenizer, fitted_from)
     path = (
         _cache_path(Path(cache_dir) if cache_dir else default_cache_dir(), task, length, key)
         if cache_dir is not False
@@ -96,7 +102,11 @@ def generate_samples(
     new: dict[int, Sample] = {}
     for n, i in enumerate(indices):
         if i not in cached and i not in new:
-            new[i] = task.sample(length, i, seed, tokenizer)
+            new[i] = (
+                task.sample(length, i, seed, tokenizer)
+                if fitted_from is None
+                else task.sample_fitted(fitted_from, length, i, seed, tokenizer)
+            )
         if progress:
             progress(n + 1)
     if path and new:

@@ -195,7 +195,8 @@ class _SampleBuilder:
         # a thinking budget's tokens (and its forced close) come before the answer's
         room = thinking_room(self.options.max_thinking_tokens, self.tokenizer)
         thinking = f" + {room} to think (--max-thinking-tokens)" if room else ""
-        for s in generate_samples(task, fit, indices, self.tokenizer, seed=self.cfg.seed, cache_dir=self.cache):
+        made = generate_samples(task, fit, indices, self.tokenizer, seed=self.cfg.seed, cache_dir=self.cache, nominal=L)
+        for s in made:
             s = self._shown(task, s, L, fit, chat)
             prompt, num = self._prompt(s, chat)
             if num + room + s.max_new_tokens > self.min_ctx:

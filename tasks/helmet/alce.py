@@ -205,7 +205,7 @@ class HelmetAlceTask(HelmetTask):
             "docs": [{"title": d.get("title", ""), "text": d.get("text", "")} for d in docs],
         }
 
-    def reference_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
         """load_alce: the item's first k documents (alce_<dataset>_<k> of the length's config)."""
         from tasks.helmet import reference, released
 
@@ -233,6 +233,7 @@ class HelmetAlceTask(HelmetTask):
             refs=self._references(item),
             digest=digest,
             meta=meta,
+            budget=budget,
         )
 
     def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:

@@ -63,7 +63,7 @@ def item_seed(text: str, seed: int) -> int:
     return (int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16) + seed) % 2**31
 
 
-def sample(task, length: int, index: int, seed: int, tokenizer) -> Sample:
+def sample(task, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
     from tasks.helmet import reference, released
 
     d = icl_data.load(task.dataset)
@@ -95,6 +95,7 @@ def sample(task, length: int, index: int, seed: int, tokenizer) -> Sample:
         refs=[str(mapping[label])],
         digest=d.hash,
         meta=meta,
+        budget=budget,
     )
 
 

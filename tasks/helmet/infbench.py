@@ -96,7 +96,7 @@ class InfBenchTask(HelmetContextTask):
         items, digest = _items(self.kind_name, str(data.data_dir()))
         return items, None, digest
 
-    def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def exact_sample(self, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
         items = self._data()[0]
         order = hf_shuffle(len(items), seed)
         if self.protocol == "reference":
@@ -112,7 +112,7 @@ class InfBenchTask(HelmetContextTask):
             return self.user.format(demo=demo, context=context, question=item["question"], options=item.get("options"))
 
         meta = {"id": str(item["id"]), "question": item["question"]}
-        return self._build(length, index, seed, tokenizer, item["context"], user, item["answer"], meta)
+        return self._build(length, index, seed, tokenizer, item["context"], user, item["answer"], meta, budget=budget)
 
 
 @register_task

@@ -127,21 +127,26 @@ class HelmetContextTask(HelmetTask):
     def num_samples_available(self, length: int) -> int | None:
         return len(self._data()[0])
 
-    def reference_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
         # LongQA / Summ build the same item under both protocols; _build picks the rule
-        return self.exact_sample(length, index, seed, tokenizer)
+        return self.exact_sample(length, index, seed, tokenizer, budget)
 
-    def _build(self, length, index, seed, tokenizer, context, user, refs, meta) -> Sample:
+    def exact_sample(self, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
+        """The item's sample; `budget` (the reference's cut below the length) is passed to _build."""
+        raise NotImplementedError
+
+    def _build(self, length, index, seed, tokenizer, context, user, refs, meta, budget=None) -> Sample:
+        # budget: the reference cut's tokens below the length (under --chat), never exact-length's
         if self.protocol == "reference":
-            return self._build_reference(length, index, seed, tokenizer, context, user, refs, meta)
+            return self._build_reference(length, index, seed, tokenizer, context, user, refs, meta, budget)
         return self._build_exact(length, index, seed, tokenizer, context, user, refs, meta)
 
-    def _build_reference(self, length, index, seed, tokenizer, context, user, refs, meta) -> Sample:
+    def _build_reference(self, length, index, seed, tokenizer, context, user, refs, meta, budget=None) -> Sample:
         """data.truncate_llama2 to the config's Llama-2 budget, then model_utils.tokenize's cut."""
         from tasks.helmet import released
 
         tail = self.joiner + self.system
-        budget = reference.run_for(self.name, length).k
+        llama2_tokens = reference.run_for(self.name, length).k
         return released.build(
             self,
             length,
@@ -149,11 +154,12 @@ class HelmetContextTask(HelmetTask):
             seed,
             tokenizer,
             render=lambda c: user(c) + tail,
-            context=reference.truncate_llama2(context, budget),
+            context=reference.truncate_llama2(context, llama2_tokens),
             tail=tail,
             refs=refs,
             digest=self.dataset_hash(),
             meta=meta,
+            budget=budget,
         )
 
     def _build_exact(self, length, index, seed, tokenizer, context, user, refs, meta) -> Sample:
@@ -273,7 +279,7 @@ class HelmetNarrativeQA(HelmetJudgedTask):
             raise UserError(f"{self.name} has {len(order)} items, index {index} asked: pass --samples {len(order)}")
         return test[order[index]]
 
-    def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def exact_sample(self, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
         train = self._data()[1]
         item = self._pick(index, seed)
         question = _text(item["question"])
@@ -289,7 +295,15 @@ class HelmetNarrativeQA(HelmetJudgedTask):
             return P.NARRATIVEQA_USER.format(demo=demo, context=context, question=question)
 
         return self._build(
-            length, index, seed, tokenizer, _text(item["document"]), user, answers, {"question": question}
+            length,
+            index,
+            seed,
+            tokenizer,
+            _text(item["document"]),
+            user,
+            answers,
+            {"question": question},
+            budget=budget,
         )
 
     def score(self, prediction: str, sample: Sample) -> float:
@@ -353,7 +367,7 @@ class HelmetMultiLexSum(HelmetJudgedTask):
             raise UserError(f"{self.name} has {len(order)} items, index {index} asked: pass --samples {len(order)}")
         return val[order[index]]
 
-    def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def exact_sample(self, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
         train = self._data()[1]
         item = self._pick(index, seed)
         picks = [train[i] for i in hf_shuffle(len(train), question_seed(item["id"]))[:SHOTS]]
@@ -371,7 +385,15 @@ class HelmetMultiLexSum(HelmetJudgedTask):
             raise TaskUnavailable(f"{self.name}: item {item['id']} has no keypoint list: {data.FIX}")
         meta = {"id": str(item["id"]), "keypoints": keypoints, "expert_summary": item["summary/long"]}
         return self._build(
-            length, index, seed, tokenizer, "\n\n".join(item["sources"]), user, [item["summary/short"]], meta
+            length,
+            index,
+            seed,
+            tokenizer,
+            "\n\n".join(item["sources"]),
+            user,
+            [item["summary/short"]],
+            meta,
+            budget=budget,
         )
 
     def score(self, prediction: str, sample: Sample) -> float:

@@ -249,7 +249,18 @@ class ReferenceProtocol(Task):
             s = self.exact_sample(length, index, seed, tokenizer)
         return dataclasses.replace(s, metadata={**s.metadata, "protocol": self.protocol})
 
-    def reference_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def sample_fitted(self, length: int, budget: int, index: int, seed: int, tokenizer) -> Sample:
+        """Under --chat a sample of length L is fitted to L less the chat template's tokens. HELMET
+        picks its config (file, documents, shots) by L and counts the templated prompt against L
+        for the overflow cut: here the config is L's and the cut is to the budget."""
+        if self.protocol != "reference":
+            return super().sample_fitted(length, budget, index, seed, tokenizer)
+        s = self.reference_sample(length, index, seed, tokenizer, budget=budget)
+        return dataclasses.replace(s, metadata={**s.metadata, "protocol": self.protocol})
+
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
+        """Sample `index` from HELMET's config at `length`, its prompt cut to `budget` tokens
+        (None: the length) as model_utils.tokenize cuts it."""
         raise NotImplementedError
 
     def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:

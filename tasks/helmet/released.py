@@ -39,16 +39,20 @@ def build(
     refs,
     digest: str,
     meta: dict,
+    budget: int | None = None,
 ) -> Sample:
     """The sample of `render(context)` (the whole prompt, ending in `tail` = joiner + system),
-    cut as model_utils.tokenize cuts it at this length."""
+    cut as model_utils.tokenize cuts it at this length. `budget`: the tokens the prompt and its
+    generation fit in when below the length (the length less a chat template's tokens); the
+    config, and so the file, is the length's all the same."""
     run = reference.run_for(task.name, length)
-    prompt, _, num, cut = reference.fit_context(render, context, length, run.gen, tokenizer)
+    fit = length if budget is None else budget
+    prompt, _, num, cut = reference.fit_context(render, context, fit, run.gen, tokenizer)
     assert prompt.endswith(tail), "the system template ends every HELMET prompt"
     return Sample(
         task=task.name,
         version=task.version,
-        length=length,
+        length=fit,
         index=index,
         seed=seed,
         input=prompt[: len(prompt) - len(tail)],
@@ -87,7 +91,7 @@ def _rows(path, need: tuple[str, ...], mtime: float):
     return rows, digest
 
 
-def ruler_sample(task, length: int, index: int, seed: int, tokenizer) -> Sample:
+def ruler_sample(task, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
     path = _path(task.name, length)
     rows, digest = _rows(path, ("context", "query", "type_needle_v"), path.stat().st_mtime)
     row = rows[_item(hf_shuffle(len(rows), seed), index, task.name)]
@@ -114,10 +118,11 @@ def ruler_sample(task, length: int, index: int, seed: int, tokenizer) -> Sample:
         refs=[answers] if isinstance(answers, str) else answers,
         digest=digest,
         meta={},
+        budget=budget,
     )
 
 
-def json_kv_sample(task, length: int, index: int, seed: int, tokenizer) -> Sample:
+def json_kv_sample(task, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
     path = _path(task.name, length)
     rows, digest = _rows(path, ("context", "question", "answer", "demos"), path.stat().st_mtime)
     row = rows[_item(hf_shuffle(len(rows), seed), index, task.name)]
@@ -141,6 +146,7 @@ def json_kv_sample(task, length: int, index: int, seed: int, tokenizer) -> Sampl
         refs=[answer] if isinstance(answer, str) else answer,
         digest=digest,
         meta={"num_kvs": row.get("num_kvs"), "depth": row.get("depth")},
+        budget=budget,
     )
 
 
@@ -148,7 +154,7 @@ def json_kv_sample(task, length: int, index: int, seed: int, tokenizer) -> Sampl
 # RAG (data.load_qa) and re-ranking (data.load_msmarco_rerank): the item's passages, all of them
 
 
-def rag_sample(task, length: int, index: int, seed: int, tokenizer) -> Sample:
+def rag_sample(task, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
     from tasks.helmet.draws import _rag_data
 
     run = reference.run_for(task.name, length)
@@ -174,10 +180,11 @@ def rag_sample(task, length: int, index: int, seed: int, tokenizer) -> Sample:
         refs=item["answers"],
         digest=digest,
         meta=meta,
+        budget=budget,
     )
 
 
-def rerank_sample(task, length: int, index: int, seed: int, tokenizer) -> Sample:
+def rerank_sample(task, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
     from tasks.helmet.draws import _rerank_data, rerank_demo_text
 
     run = reference.run_for(task.name, length)
@@ -212,4 +219,5 @@ def rerank_sample(task, length: int, index: int, seed: int, tokenizer) -> Sample
         refs=[gold],
         digest=digest,
         meta=meta,
+        budget=budget,
     )

@@ -19,8 +19,8 @@ from tasks.registry import Headline, register_suite, register_task
 def _icl_alias(dataset: str):
     base = ICL_TASKS[f"icl_{dataset}"]
 
-    def reference_sample(self, length: int, index: int, seed: int, tokenizer):
-        return icl_reference.sample(self, length, index, seed, tokenizer)
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer, budget: int | None = None):
+        return icl_reference.sample(self, length, index, seed, tokenizer, budget)
 
     def score(self, prediction: str, sample) -> float:
         if sample.metadata.get("protocol") == "reference":

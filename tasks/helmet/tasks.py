@@ -131,10 +131,10 @@ class HelmetJsonKV(HelmetTask):
         demo_text += "\n\n" if demos else ""
         return P.JSON_KV_USER.format(context="JSON data:\n" + records, demos=demo_text, question=f'"{key}"')
 
-    def reference_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
         from tasks.helmet import released
 
-        return released.json_kv_sample(self, length, index, seed, tokenizer)
+        return released.json_kv_sample(self, length, index, seed, tokenizer, budget)
 
     def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
         rng = random.Random(f"{self.name}|{self.version}|{length}|{index}|{seed}")
@@ -196,10 +196,10 @@ class HelmetRulerTask(ReferenceProtocol, NiahTask):
         else:
             NiahTask.check_available(self)
 
-    def reference_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
         from tasks.helmet import released
 
-        return released.ruler_sample(self, length, index, seed, tokenizer)
+        return released.ruler_sample(self, length, index, seed, tokenizer, budget)
 
     def plan(self, length, parts, counter, index):
         base = super().plan(length, parts, counter, index)
@@ -323,10 +323,10 @@ class HelmetRAGTask(HelmetTask):
         ]
         return "\n\n".join(blocks) + "\n\n"
 
-    def reference_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
         from tasks.helmet import released
 
-        return released.rag_sample(self, length, index, seed, tokenizer)
+        return released.rag_sample(self, length, index, seed, tokenizer, budget)
 
     def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
         test, demos, key, order, digest = self._data(seed)
@@ -408,10 +408,10 @@ class HelmetMsMarco(HelmetTask):
     def num_samples_available(self, length: int) -> int | None:
         return len(self._data()[0])
 
-    def reference_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
+    def reference_sample(self, length: int, index: int, seed: int, tokenizer, budget: int | None = None) -> Sample:
         from tasks.helmet import released
 
-        return released.rerank_sample(self, length, index, seed, tokenizer)
+        return released.rerank_sample(self, length, index, seed, tokenizer, budget)
 
     def exact_sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
         test, demos, order, demo_filtered, picked, digest = self._data(seed)
