@@ -205,19 +205,19 @@ def _handle(
         return
     state.handled.add(ident)
     state.computed += computed
-    point = _update_curve(cfg, opts, state, plan, path)
+    curve, point = _update_curve(cfg, opts, state, plan, path)
     if point is None:  # pruned before any of its samples was stored
         _skip(state, step, path, None)
     else:
         state.evaluated.append(step)
-        for line in point_lines(state.curve, point):  # type: ignore[arg-type]
+        for line in point_lines(curve, point):
             _say(line)
-        verdict = no_gain_line(state.curve)  # type: ignore[arg-type]
+        verdict = no_gain_line(curve)
         if verdict is not None:
             _say(verdict)
-    _write_history(state, opts, plan)
+    _write_history(curve, opts, plan)
     if after_checkpoint is not None:
-        after_checkpoint(FollowUpdate(plan.out, results, state.curve, point))  # type: ignore[arg-type]
+        after_checkpoint(FollowUpdate(plan.out, results, curve, point))
 
 
 def _skip(state: _State, step: int, path: Path, ident: tuple | None) -> None:
@@ -297,8 +297,8 @@ def _run_records(plan, run_dir: Path) -> tuple[dict[str, tuple[dict, list[dict]]
     return out, tokens
 
 
-def _update_curve(cfg: EvalConfig, opts: FollowOptions, state: _State, plan, path: Path) -> Point | None:
-    """Bring the curve up to date with the store; the point of `path` (None when it has no records)."""
+def _update_curve(cfg: EvalConfig, opts: FollowOptions, state: _State, plan, path: Path) -> tuple[Curve, Point | None]:
+    """Bring the curve up to date with the store; the curve and the point of `path` (None: no records)."""
     from harness.pipeline.aggregate import DEFAULT_THRESHOLD
     from harness.pipeline.results import report_suites
 
@@ -308,14 +308,13 @@ def _update_curve(cfg: EvalConfig, opts: FollowOptions, state: _State, plan, pat
     by_fp, tokens = _run_records(plan, Path(opts.run_dir))
     state.curve.update(by_fp, tokens)
     name = os.path.normpath(str(path))
-    return next((p for p in reversed(state.curve.points) if os.path.normpath(p.path) == name), None)
+    point = next((p for p in reversed(state.curve.points) if os.path.normpath(p.path) == name), None)
+    return state.curve, point
 
 
-def _write_history(state: _State, opts: FollowOptions, plan) -> None:
+def _write_history(curve: Curve, opts: FollowOptions, plan) -> None:
     from harness.core.atomic import atomic_write
 
-    if state.curve is None:
-        return
     present = {c.path for c in plan.ckpts if Path(c.path).is_dir()}
-    body = history(state.curve, opts.run_dir, present)
+    body = history(curve, opts.run_dir, present)
     atomic_write(plan.out / "follow.json", json.dumps(body, indent=1, allow_nan=False) + "\n")
