@@ -56,6 +56,19 @@ def _leaderboard(results_dir, board: str, name: str) -> None:
         args._run(args)
 
 
+def _check_run_folder(run: str) -> None:
+    """A follower started by hand follows a run folder that exists (a trainer's child may start first)."""
+    from harness.core.errors import UserError
+
+    if os.path.isdir(run) or (FOLLOW_PARENT_ENV in os.environ and not os.path.exists(run)):
+        return
+    what = "is not a folder" if os.path.exists(run) else "does not exist"
+    raise UserError(
+        f"--follow {run} {what}: pass the --out folder of a harness train run (to follow a run from its start, "
+        'add --follow-eval "EVAL FLAGS" to its harness train command)'
+    )
+
+
 def run_follow(args: argparse.Namespace, config_from_args: Callable) -> int:
     """`harness eval --follow`; `config_from_args` is eval's (passed in: eval imports this module)."""
     from harness.commands._follow_options import DEFAULT_NO_GAIN_AFTER, DEFAULT_POLL, check_follow_args
@@ -65,6 +78,7 @@ def run_follow(args: argparse.Namespace, config_from_args: Callable) -> int:
     from training.score_log import ScoreLog
 
     check_follow_args(args)
+    _check_run_folder(args.follow)
     if args.leaderboard:
         check_out(args.leaderboard)
     args.ckpts = args.follow  # a stand-in: the follower names the checkpoints of each evaluation itself

@@ -114,10 +114,14 @@ def test_bad_follow_flags_stop_before_training(tmp_path, corpus, capfd, extra, m
         (["--follow", "run", "--last", "2"], "drop --last"),
         (["--follow", "run", "--follow-poll", "0"], "--follow-poll 0.0 must be greater than 0"),
         (["--follow", "run", "--no-gain-after", "-1"], "--no-gain-after -1 must be at least 0"),
+        (["--follow", "nowhere"], "--follow nowhere does not exist: pass the --out folder of a harness train run"),
+        (["--follow", "afile"], "--follow afile is not a folder"),
     ],
 )
 def test_bad_follow_flags_of_eval(tmp_path, capfd, monkeypatch, argv, message):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "afile").write_text("")
     assert main(["eval", *argv, "--tasks", "niah_single_1"]) == 2
     err = capfd.readouterr().err.strip()
     assert message in err and err.count("\n") == 0
