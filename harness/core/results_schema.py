@@ -373,6 +373,7 @@ class SequentialCell(Strict):
     stopped: str
     suite: str | None = None
     tasks: list[str] | None = None
+    form: Literal["i.i.d.", "without replacement"] | None = None  # which sequence (docs/sequential.md)
 
     @model_validator(mode="after")
     def _ordered(self) -> SequentialCell:

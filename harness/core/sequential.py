@@ -53,7 +53,7 @@ GRID_POINTS = 2001
 ROUNDING_SLACK = 1e-9
 
 RULE = {
-    "name": "betting confidence sequence, without replacement",
+    "name": "betting confidence sequence: i.i.d. for a generator's samples, without replacement over a dataset's items",
     "references": [
         "Waudby-Smith & Ramdas (2024), Estimating means of bounded random variables by betting, JRSS-B",
         "Waudby-Smith & Ramdas (2020), Confidence sequences for sampling without replacement, NeurIPS",

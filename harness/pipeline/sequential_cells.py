@@ -12,8 +12,11 @@ Cells are every (task, length) and, for a suite of two or more tasks, its averag
 A paired cell's value of sample i is (d_i + 1) / 2 with d_i = score of this run - score of the other,
 each averaged over the run's checkpoints; an average's is the mean of its tasks' d_i (so every task
 at a length draws the same indices: harness.core.sequential.draw_order). A single run's value is its
-score. Each cell has its own confidence sequence at alpha / (number of cells) (Bonferroni), without
-replacement over its pool (the samples a plain run takes there). A round draws `round_size` more
+score. Each cell has its own confidence sequence at alpha / (number of cells) (Bonferroni): the i.i.d.
+one for a generator's samples (RULER: the question is about the models, and each index is a fresh
+draw), the without-replacement one over a dataset's items (LongBench: the question is about that
+dataset, and its sequence closes on the dataset's mean). The pool bounds how many samples a cell may
+draw (the samples a plain run takes there). A round draws `round_size` more
 samples for every open cell; a task whose length's average is open keeps being drawn too, because
 the average needs every task's sample.
 """
@@ -56,6 +59,10 @@ class Cell:
     order: list[int]  # the pool, in draw order
     fixed: int  # samples a plain (fixed-n) run takes here
     members: tuple[str, ...] = ()  # an average's tasks
+    # True: the pool is the whole population asked about (a dataset's items), so the sequence is the
+    # without-replacement one and closes on the pool's mean; False: the samples are i.i.d. draws from
+    # a generator (RULER), the question is about the models, and the i.i.d. sequence is used
+    finite: bool = False
     requested: int = 0  # how many of `order` have been drawn
     fed: int = 0  # how many of them the sequence has seen
     seq: BettingSequence | None = None
@@ -80,13 +87,15 @@ class Comparison:
         pools: dict[tuple[str, int], int],
         suites: dict[str, list[str]],
         arm_pools: dict[tuple[str, int], set[int]] | None = None,
+        finite: set[tuple[str, int]] | None = None,
     ) -> None:
+        finite = finite or set()
         self.rule = rule
         self.rounds = 0
         self.cells: dict[tuple[str, str, int], Cell] = {}
         for (task, L), n in sorted(pools.items()):
             pool = range(n) if arm_pools is None else sorted(i for i in arm_pools.get((task, L), ()) if i < n)
-            self.cells[("task", task, L)] = Cell(task, L, draw_order(pool, L, rule.seed), n)
+            self.cells[("task", task, L)] = Cell(task, L, draw_order(pool, L, rule.seed), n, finite=(task, L) in finite)
         for suite, tasks in sorted(suites.items()):
             for L in sorted({L for (t, L) in pools if t in tasks}):
                 members = tuple(t for t in tasks if ("task", t, L) in self.cells)
@@ -94,11 +103,14 @@ class Comparison:
                     continue
                 common = set.intersection(*(set(self.cells[("task", t, L)].order) for t in members))
                 fixed = sum(self.cells[("task", t, L)].fixed for t in members)
-                self.cells[(AVERAGE, suite, L)] = Cell(suite, L, draw_order(common, L, rule.seed), fixed, members)
+                whole = all((t, L) in finite for t in members)
+                self.cells[(AVERAGE, suite, L)] = Cell(
+                    suite, L, draw_order(common, L, rule.seed), fixed, members, finite=whole
+                )
         self.alpha_cell = sequential.cell_alpha(rule.alpha, len(self.cells))
         for cell in self.cells.values():
             if cell.order:
-                cell.seq = BettingSequence(self.alpha_cell, pool=len(cell.order))
+                cell.seq = BettingSequence(self.alpha_cell, pool=len(cell.order) if cell.finite else None)
             else:
                 cell.stop = "no shared samples"
 
@@ -239,6 +251,7 @@ class Comparison:
                 "estimate": _round(self.estimate(c)),
                 "verdict": c.verdict or "undecided",
                 "stopped": c.stop or "open",
+                "form": "without replacement" if c.finite else "i.i.d.",
             }
             if c.is_average:
                 entry["suite"] = c.task

@@ -36,7 +36,7 @@ def run_sequential(cfg: EvalConfig, rule: Rule, against: str | None = None, prin
         _check_arm(base, arm)
     suites = _suites(base)
     arm_pools = None if arm is None or arm.cfg is not None else _scored(arm.results or {})
-    comp = Comparison(rule, _bounded_pools(base), suites, arm_pools)
+    comp = Comparison(rule, _bounded_pools(base), suites, arm_pools, _finite(base))
     _say_start(comp, arm, rule)
     results: dict = {}
     theirs = arm.results if arm is not None else None
@@ -83,6 +83,13 @@ def _bounded_pools(plan) -> dict[tuple[str, int], int]:
             f"leave it out (--exclude {','.join(ppl)}) or evaluate it with a fixed --samples"
         )
     return dict(plan.pools)
+
+
+def _finite(plan) -> set[tuple[str, int]]:
+    """The cells whose samples are a dataset's items (a finite population: its sequence is the
+    without-replacement one), not a generator's draws."""
+    by_name = {t.name: t for t in plan.tasks}
+    return {(t, L) for (t, L) in plan.pools if t in by_name and by_name[t].num_samples_available(L) is not None}
 
 
 def _suites(plan) -> dict[str, list[str]]:

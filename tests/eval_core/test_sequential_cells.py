@@ -41,16 +41,22 @@ def test_tasks_at_a_length_draw_the_same_samples_and_stop_when_decided():
 
 def test_an_open_average_keeps_its_decided_tasks_drawn():
     rule = Rule(alpha=0.05, margin=None, round_size=20)
-    comp = Comparison(rule, {("a", L): 100, ("b", L): 100}, {"s": ["a", "b"]})
-    # task a: always better (decided early); task b: worse by as much, so the average is exactly 0
-    # and never decided: a keeps being drawn with b until the pool is used up
-    _run(comp, lambda t, i: 1.0 if t == "a" else 0.0)
-    rec = comp.record()["cells"]
-    assert rec["a"][str(L)]["verdict"] == "better" and rec["b"][str(L)]["verdict"] == "worse"
-    avg = rec["average"][str(L)]
-    assert avg["verdict"] == "undecided" and avg["stopped"] == "pool used up" and avg["n"] == 100
-    assert rec["a"][str(L)]["n"] == 100  # drawn for the average
-    assert avg["interval"] == [0.0, 0.0]  # every sample seen: the pool's mean difference exactly
+    pools = {("a", L): 100, ("b", L): 100}
+    for finite in (set(), set(pools)):  # a generator's draws (i.i.d.), a dataset's items (its whole pool)
+        comp = Comparison(rule, pools, {"s": ["a", "b"]}, finite=finite)
+        # task a: always better (decided early); task b: worse by as much, so the average is exactly 0
+        # and never decided: a keeps being drawn with b until the pool is used up
+        _run(comp, lambda t, i: 1.0 if t == "a" else 0.0)
+        rec = comp.record()["cells"]
+        assert rec["a"][str(L)]["verdict"] == "better" and rec["b"][str(L)]["verdict"] == "worse"
+        avg = rec["average"][str(L)]
+        assert avg["verdict"] == "undecided" and avg["stopped"] == "pool used up" and avg["n"] == 100
+        assert rec["a"][str(L)]["n"] == 100  # drawn for the average
+        if finite:  # every item seen: the dataset's mean difference exactly
+            assert avg["interval"] == [0.0, 0.0] and avg["form"] == "without replacement"
+        else:  # the models' difference is still only known to the sequence's width
+            lo, hi = avg["interval"]
+            assert lo < 0 < hi and avg["form"] == "i.i.d."
 
 
 def test_equivalence_stops_a_cell_whose_runs_never_differ():
