@@ -48,12 +48,14 @@ class ScoreLog:
             self._failed.add(what)
             print(f"warning: cannot log checkpoint scores to {what} ({exc}); evaluation goes on", file=sys.stderr)
 
-    def _logged(self) -> set[tuple]:
+    def _logged(self) -> set[tuple] | None:
+        """(step, fingerprint) of the rows log.jsonl holds; None when it cannot be read (then nothing is
+        written: appending without knowing what is there would repeat every row)."""
         try:
             rows = read_log(self.run_dir / LOG_NAME)
         except (OSError, ValueError) as exc:
             self._warn(str(self.run_dir / LOG_NAME), exc)
-            return set()
+            return None
         return {(r.get("step"), r.get("eval_fingerprint")) for r in rows if "eval_fingerprint" in r}
 
     def sync(self, rows: list[dict]) -> int:
@@ -61,6 +63,8 @@ class ScoreLog:
         if not self.run_dir.is_dir() or str(self.run_dir / LOG_NAME) in self._failed:
             return 0
         have = self._logged()
+        if have is None:
+            return 0
         written = 0
         for row in sorted(rows, key=lambda r: r["step"]):
             if (row["step"], row["eval_fingerprint"]) in have:

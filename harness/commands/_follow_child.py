@@ -33,6 +33,9 @@ from pathlib import Path
 from harness.core.errors import UserError
 
 _DEVICE = re.compile(r"^(cpu|cuda:\d+)$")
+# File times come from a coarse kernel clock (a tick behind time.time()): a marker written just after the
+# child starts must not look older than it
+MTIME_SLACK = 0.1
 STOP_WAIT_SECONDS = 60.0  # after SIGTERM, then SIGKILL (the store keeps every finished batch either way)
 
 
@@ -109,7 +112,7 @@ class FollowerChild:
         from harness.commands._follow import FOLLOW_PARENT_ENV, FOLLOW_SINCE_ENV
 
         # (an end-of-run marker older than now is the previous run's: this trainer removes it)
-        env = {**os.environ, FOLLOW_PARENT_ENV: str(os.getpid()), FOLLOW_SINCE_ENV: repr(time.time())}
+        env = {**os.environ, FOLLOW_PARENT_ENV: str(os.getpid()), FOLLOW_SINCE_ENV: repr(time.time() - MTIME_SLACK)}
         if self.visible is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.visible
         env.update(self.extra_env)
