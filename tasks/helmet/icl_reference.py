@@ -82,7 +82,8 @@ def sample(task, length: int, index: int, seed: int, tokenizer, budget: int | No
     def render(ctx: str) -> str:
         return USER.format(context=ctx, question=text) + tail
 
-    meta = {"demos": len(demos), "true_label": d.labels[label], "item_seed": local, "stop": ["\n"]}
+    # no stop: the released code generates all 20 tokens (tasks.helmet.released's RELEASED_STOP)
+    meta = {"demos": len(demos), "true_label": d.labels[label], "item_seed": local}
     return released.build(
         task,
         length,

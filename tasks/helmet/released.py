@@ -7,6 +7,13 @@ prompt (user + joiner + system, the system template being the answer prefix), an
 of the context's end when the prompt overflows the length in the evaluated model's tokens
 (metadata "context_tokens_cut"; 0 when it fits, which is how HELMET's files are sized).
 Index i is the i-th item HELMET evaluates; indices past its 100 continue in the same order.
+
+RELEASED_STOP: no sample here stops at a newline. HELMET's RAG, re-rank and ICL configs say
+`stop_new_line: true`, but its argument is `--stop_newline` (arguments.py:47, default False) and
+parse_arguments passes the config through parser.set_defaults (arguments.py:64-66), which sets an
+attribute nothing reads; load_LLM passes args.stop_newline (model_utils.py:1290), so the released
+code generates up to the whole budget (20 tokens for RAG and ICL, 200 for re-rank; only EOS stops it
+earlier) and scores all of it. The exact-length protocol keeps its stop at the first newline.
 """
 
 from __future__ import annotations
@@ -167,7 +174,8 @@ def rag_sample(task, length: int, index: int, seed: int, tokenizer, budget: int 
         return P.QA_USER.format(demos=demo_text, context=context, question=item["question"]) + tail
 
     context = "\n\n".join(P.QA_PASSAGE.format(**c) for c in item["ctxs"])
-    meta = {"passages": len(item["ctxs"]), "key": str(item[key]), "stop": ["\n"]}
+    # no stop: HELMET's configs say stop_new_line but its argument is stop_newline (RELEASED_STOP)
+    meta = {"passages": len(item["ctxs"]), "key": str(item[key])}
     return build(
         task,
         length,
@@ -204,7 +212,7 @@ def rerank_sample(task, length: int, index: int, seed: int, tokenizer, budget: i
         "qid": str(item["qid"]),
         # HELMET's qrel: every passage of the item, also those a cut removed from the prompt
         "qrels": {str(c["id"]): int(c["label"]) for c in ctxs},
-        "stop": ["\n"],
+        # no stop: all 200 tokens are generated and parsed, as HELMET's released code does (RELEASED_STOP)
     }
     context = "\n\n".join(template.format(**c) for c in ctxs)
     return build(

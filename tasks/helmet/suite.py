@@ -34,6 +34,7 @@ def _icl_alias(dataset: str):
         (ReferenceProtocol, base),
         {
             "name": f"helmet_icl_{dataset}",
+            "version": "2",  # 2: no stop at a newline under the reference protocol (released.RELEASED_STOP)
             "family": "helmet",
             "category": "ICL",
             "exact_sample": base.sample,

@@ -23,7 +23,8 @@ the length L exactly (metadata records the count). Task by task:
                       RAG over HELMET's retrieved passages (kilt files): the gold passages
                       (`has_answer`) stay at their relative depth, the leading other passages fill
                       the rest; 2 demos seeded by the question's sha256 as HELMET draws them;
-                      SubEM; 20 new tokens, stop at newline; PopQA keeps log10(s_pop) < 3
+                      SubEM; 20 new tokens, stop at newline (exact-length only: HELMET's
+                      released code never stops at one); PopQA keeps log10(s_pop) < 3
   helmet_msmarco      re-ranking: the first passages of the item that fit, 2 demos; NDCG@10 of
                       the parsed ranking against the shown passages' labels; 200 new tokens
   helmet_alce_asqa / _qampari
@@ -279,6 +280,8 @@ def select_passages(ctxs: list[dict], n: int, answers) -> list[dict]:
 
 
 class HelmetRAGTask(HelmetTask):
+    # 2: under the reference protocol no stop at a newline, as HELMET's released code (released.RELEASED_STOP)
+    version: ClassVar[str] = "2"
     category = "RAG"
     metric = "substring_exact_match"
     max_new_tokens = 20
@@ -391,6 +394,7 @@ class HelmetMsMarco(HelmetTask):
     """HELMET re-ranking: rank MS MARCO passages; NDCG@10."""
 
     name = "helmet_msmarco"
+    version: ClassVar[str] = "2"  # 2: no stop at a newline under the reference protocol (released.RELEASED_STOP)
     category = "Re-rank"
     metric = "ndcg_at_10"
     max_new_tokens = 200
