@@ -193,9 +193,8 @@ def _released(hdata, model_utils, eval_alce, tok, folder: Path, icl_folder: Path
                     )
                 system = out["system_template"].format(**item)
                 for pred in _our_truth(task, item, ours) + PREDICTIONS:
-                    # no chat template: eval.py prepends the system template (ALCE runs with chat: not)
-                    chat = name.startswith("helmet_alce")
-                    theirs_score = _helmet_score(name, out, item, pred if chat else system + pred, eval_alce)
+                    # no chat template: eval.py prepends the system template (ALCE's "Answer:" too)
+                    theirs_score = _helmet_score(name, out, item, system + pred, eval_alce)
                     ours_score = task.score(pred, ours)
                     scored += 1
                     if abs(theirs_score - ours_score) > 1e-5:  # HELMET rounds NDCG to 5 decimals

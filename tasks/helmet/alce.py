@@ -146,6 +146,8 @@ def nli_path() -> str:
 
 
 class HelmetAlceTask(HelmetTask):
+    # 2: under the reference protocol a completion (no chat template) is scored after "Answer:"
+    version: ClassVar[str] = "2"
     category = "Cite"
     max_new_tokens = 300
     system = P.ALCE_SYSTEM
@@ -167,7 +169,9 @@ class HelmetAlceTask(HelmetTask):
         citation scores skip: an output without a sentence of 5 characters or more."""
         if not self.measure.startswith("citation") or self.dataset != "asqa":
             return None
-        if claim_sentences(metrics.alce_clean(prediction), sample.metadata["question"], False):
+        if claim_sentences(
+            metrics.alce_clean(self.scored_text(prediction, sample)), sample.metadata["question"], False
+        ):
             return None
         return "eval_alce.compute_autoais skips an output without a sentence of 5 characters or more"
 
@@ -271,9 +275,20 @@ class HelmetAlceTask(HelmetTask):
             },
         )
 
+    def scored_text(self, prediction: str, sample: Sample) -> str:
+        """What eval_alce reads. Under the reference protocol it is eval.py's output: a completion
+        (no chat template: a base model) gets the system template "Answer:" in front (eval.py:101-103,
+        before eval_alce runs on the saved output), a chat reply (answer_prefix_removed) is itself.
+        It matters: QAMPARI's first comma item becomes "answer x" and no longer matches, and an
+        empty completion is the sentence "Answer:", scored rather than skipped. Exact-length
+        scores the reply alone."""
+        if sample.metadata.get("protocol") != "reference":
+            return prediction
+        return self._output(prediction, sample)
+
     def score(self, prediction: str, sample: Sample) -> float:
-        # HELMET runs ALCE with a chat template: the output is scored without the system template
         meta = sample.metadata
+        prediction = self.scored_text(prediction, sample)
         if self.measure.startswith("citation"):
             nli = _nli_model(nli_path())
             scores = citation_scores(prediction, meta["question"], meta["docs"], self.dataset == "qampari", nli)
