@@ -92,8 +92,11 @@ def add_runner_options(g) -> None:
         "--max-length",
         type=int,
         metavar="N",
-        help="LongBench length, prompt + generation: each prompt is middle-truncated to N minus the "
-        "task's tokens to generate (pred.py's max_length caps the prompt alone) (default: the context)",
+        help="the budget of fixed datasets cut to fit (LongBench v1/v2). LongBench v1 under --protocol reference "
+        "(its default): pred.py's prompt budget alone, each prompt middle-truncated to N (default: pred.py's "
+        "1000 x context/1024 - 500, 3500 on a 4K model); LongBench v2 and --protocol exact-length: prompt + "
+        "generation, the prompt cut to N minus the task's tokens to generate (and a chat template's) "
+        "(default: the context; v2's reference also caps the prompt at 120000)",
     )
     g.add_argument("--rope-theta", type=float, metavar="THETA", help="override the config's rope theta (recorded)")
     g.add_argument(
