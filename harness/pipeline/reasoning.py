@@ -136,7 +136,17 @@ def chat_prompt(tokenizer, sample, system_prompt: str | None) -> str:
     if not getattr(tokenizer, "chat_template", None):
         raise UserError("--chat-template given but the tokenizer has no chat template: drop the flag for base models")
     turns = [t for t in chat_messages(sample, system_prompt) if t["role"] != "assistant"]
-    text = tokenizer.apply_chat_template(list(turns), tokenize=False, add_generation_prompt=True)
+    import jinja2
+
+    try:
+        text = tokenizer.apply_chat_template(list(turns), tokenize=False, add_generation_prompt=True)
+    except jinja2.TemplateError as exc:  # a syntax error, or a template that raises on these turns
+        where = f" (line {exc.lineno})" if getattr(exc, "lineno", None) else ""
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UserError(
+            f"the tokenizer's chat template cannot render the prompt: {first}{where}: fix chat_template in "
+            "tokenizer_config.json (or chat_template.jinja), or drop --chat-template"
+        ) from None
     return text + sample.answer_prefix
 
 

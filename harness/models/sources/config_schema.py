@@ -132,7 +132,7 @@ def validate_config(data: Any, where: str) -> ModelConfigSchema:
     if not isinstance(data, dict):
         raise UserError(f"{where} is not a JSON object: re-save the checkpoint")
     try:
-        return ModelConfigSchema.model_validate(data)
+        cfg = ModelConfigSchema.model_validate(data)
     except ValidationError as exc:
         # a union reports one error per branch; the first names the field and the expectation
         err = exc.errors()[0]
@@ -141,6 +141,10 @@ def validate_config(data: Any, where: str) -> ModelConfigSchema:
         raise UserError(
             f"{where}: {loc} is {_describe(err.get('input'))}, expected {expected}: fix that field or re-save the checkpoint"
         ) from None
+    from harness.models.sources.config_names import check_names
+
+    check_names(data, where)
+    return cfg
 
 
 def read_config_json(path: Path) -> dict:
