@@ -84,6 +84,19 @@ def parse_log_to(text: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(sinks)
 
 
+def check_sink_folders(run_dir: str | Path, sinks: Sequence[str]) -> list[Path]:
+    """The folders the sinks write under the run (RUN/tensorboard/), checked like --out before any
+    model or data is read: a file, a symbolic link that leads nowhere or a read-only folder in its
+    place is one line (UserError), not a traceback from inside SummaryWriter after the model loaded."""
+    from harness.core.paths import check_out
+
+    return [
+        check_out(Path(run_dir) / TENSORBOARD_DIR, "--log-to tensorboard's folder")
+        for name in sinks
+        if name == "tensorboard"
+    ]
+
+
 def _installed(module: str) -> bool:
     """Importable here, without importing it (wandb takes seconds to import)."""
     return importlib.util.find_spec(module) is not None
@@ -158,9 +171,14 @@ class TensorBoardSink:
     def __init__(self, run_dir: str | Path, *, start_step: int):
         from torch.utils.tensorboard import SummaryWriter
 
-        self.path = Path(run_dir) / TENSORBOARD_DIR
-        # purge_step: TensorBoard drops events at or after it written by an earlier (killed) process.
-        self._writer = SummaryWriter(log_dir=str(self.path), purge_step=start_step + 1 if start_step > 0 else None)
+        from harness.core.atomic import os_error
+
+        self.path = check_sink_folders(run_dir, ("tensorboard",))[0]
+        try:
+            # purge_step: TensorBoard drops events at or after it written by an earlier (killed) process.
+            self._writer = SummaryWriter(log_dir=str(self.path), purge_step=start_step + 1 if start_step > 0 else None)
+        except OSError as exc:  # made between the check and here, or a disk that refuses it
+            raise os_error(self.path, exc) from None
 
     def write(self, row: dict) -> None:
         for tag, value in scalars(row).items():

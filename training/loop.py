@@ -141,11 +141,12 @@ def train(
 
     from harness.models.run_end import clear_run_end
     from training.distributed import SingleProcess
-    from training.logging import parse_log_to
+    from training.logging import check_sink_folders, parse_log_to
     from training.runlock import RunLock
 
     _validate(job)
     sinks = parse_log_to(log_to)
+    check_sink_folders(job.out, sinks)  # RUN/tensorboard/ that cannot be made: before the model loads
     ctx = dist if dist is not None else SingleProcess(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
     lock = RunLock(job.out) if ctx.rank == 0 else None
     # Our bar is the run's progress; transformers' weight-loading/saving bars would break it up.

@@ -240,6 +240,9 @@ def run(args) -> int:
     out = Path(job.out)
     if out.exists() and not out.is_dir():  # before any model or data is read
         raise UserError(f"--out {out} is a file: pass a directory (a new one, or the run to resume)")
+    from training.logging import check_sink_folders
+
+    check_sink_folders(out, sinks)  # RUN/tensorboard/ that cannot be made: one line now, not after the model loads
     from training.distributed import init_from_env
     from training.loop import train
 
