@@ -149,8 +149,34 @@ def get_task(name: str) -> Task:
     return _TASKS[name]()
 
 
+def narrow_suite(
+    suite: str | None, tasks: list[str] | None, exclude: list[str] | None
+) -> tuple[str | None, list[str], list[str]]:
+    """(suite, tasks, exclude) as a run evaluates them. `--suite X --tasks T` is X with its other
+    tasks excluded, so X's table counts k of its N tasks (never an average over T shown as all of
+    X); a task outside X, or an unknown X, is a UserError instead of --suite dropped in silence."""
+    if not (suite and tasks):
+        return suite, list(tasks or []), list(exclude or [])
+    _load_families()
+    if suite not in _SUITES:
+        raise UserError(f"unknown suite {suite!r}: choose from {', '.join(sorted(_SUITES))}")
+    members = _SUITES[suite]
+    outside = [t for t in tasks if t not in members]
+    if outside:
+        raise UserError(
+            f"--tasks names {outside[0]!r}, which is not in --suite {suite}: drop --suite to run the tasks as a "
+            f"set of their own, or choose tasks of {suite} ({', '.join(members)})"
+        )
+    twice = next((n for i, n in enumerate(tasks) if n in tasks[:i]), None)
+    if twice is not None:
+        raise UserError(f"--tasks names {twice!r} twice: list each task once")
+    rest = [t for t in members if t not in tasks]
+    return suite, [], list(dict.fromkeys([*(exclude or []), *rest]))
+
+
 def resolve_tasks(suite: str | None, tasks: list[str] | None = None, exclude: list[str] | None = None) -> list[str]:
     """Task names from --suite, --tasks and --exclude (comma lists already split)."""
+    narrow_suite(suite, tasks, exclude)  # --suite beside --tasks: the suite is known and holds them
     _load_families()
     for flag, given in (("--tasks", tasks), ("--exclude", exclude)):
         twice = next((n for i, n in enumerate(given or []) if n in (given or [])[:i]), None)

@@ -210,9 +210,10 @@ class _Selection(NamedTuple):
 def _selection(args: argparse.Namespace) -> _Selection:
     """The checkpoints, tasks, lengths and samples to evaluate; --embedded builds its checkpoints
     (if absent) and fills in what the other flags leave open."""
-    from tasks.registry import all_suites, split_csv
+    from tasks.registry import all_suites, narrow_suite, split_csv
 
     ckpts, suite, tasks, exclude = args.ckpts, args.suite, split_csv(args.tasks), split_csv(args.exclude)
+    suite, tasks, exclude = narrow_suite(suite, tasks, exclude)  # --suite X --tasks T: X, the rest excluded
     lengths, samples = args.lengths, args.samples
     if lengths is not None and not lengths.strip():  # given but empty: not the default 4k-128k in silence
         raise UserError("--lengths is empty: pass lengths such as 4k-128k or 1k,4k")

@@ -251,11 +251,12 @@ def test_the_terminal_table_names_them(tmp_path):
 
 @pytest.mark.parametrize(
     ("suite", "tasks", "label"),
-    [("ruler", ["vt"], "ruler"), ("ruler", ["vt", "mmlu"], "custom"), (None, ["vt"], "custom"), ("ruler", [], "ruler")],
+    [("ruler", ["vt"], "ruler"), (None, ["vt"], "custom"), ("ruler", [], "ruler")],
 )
 def test_eval_labels_records_with_a_suite_only_when_it_holds_their_tasks(suite, tasks, label):
-    """`--suite X --tasks T` with T outside X writes "custom" records: never a record its own
-    suite check would flag."""
+    """Records carry --suite's name only when every task is in it (`--suite X --tasks T` with T
+    outside X is refused: tests/cli/test_attack_round5_suite_tasks.py): never a record its own suite
+    check would flag."""
     from harness.pipeline.eval_config import EvalConfig
     from harness.pipeline.planning import _resolve_tasks
 
