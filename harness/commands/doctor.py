@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     if args.canaries < 0:
         raise UserError(f"--canaries {args.canaries}: pass 0 or a positive number of samples")
     cfg = config_from_args(args)
+    _check_usage(cfg)
     checks = run_checks(cfg, canaries=args.canaries)
     for c in checks:
         print(c.line(), flush=True)
@@ -47,3 +48,21 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(f"doctor: no failures in {len(checks)} checks")
     return 0
+
+
+def _check_usage(cfg) -> None:
+    """The flags' own mistakes (a length outside 250..1m, an unknown task, suite or protocol) are
+    usage errors, one line and exit 2 as `harness eval` says them, not a FAIL of the model (exit 1)."""
+    from harness.core.errors import UserError
+    from harness.core.lengths import parse_lengths
+    from harness.pipeline.eval_config import PROTOCOLS
+    from tasks.registry import resolve_tasks
+
+    if cfg.lengths:
+        parse_lengths(cfg.lengths)
+    if cfg.suite or cfg.tasks:
+        resolve_tasks(cfg.suite, cfg.tasks or None, cfg.exclude or None)
+    elif cfg.exclude:
+        raise UserError("--exclude without --suite or --tasks removes nothing: pass the suite it takes tasks from")
+    if cfg.protocol not in PROTOCOLS:
+        raise UserError(f"unknown protocol {cfg.protocol!r}: choose from {', '.join(PROTOCOLS)}")

@@ -26,6 +26,7 @@ from typing import Any
 from harness.core.errors import UserError
 from harness.pipeline.doctor_check import FAIL, PASS, SKIP, WARN, Check
 from harness.pipeline.doctor_prompt import prompt_checks, thinking_canary_check
+from harness.pipeline.doctor_trained import positions_check, trained_window_check
 
 __all__ = ["FAIL", "PASS", "SKIP", "WARN", "Check", "preflight", "run_checks"]
 
@@ -91,10 +92,10 @@ def _setup(cfg, checks: list[Check]) -> _Setup | None:
             src.check(cfg.backend)
         tokenizer = sources[0].load_tokenizer(light=False)
         context = min(src.context_length(cfg.max_model_len) for src in sources)
-        lengths = _run_lengths(cfg, context)
     except UserError as exc:
         checks.append(Check("model", FAIL, str(exc)))
         return None
+    lengths = _run_lengths(cfg, context)  # a flag's mistake: a UserError (exit 2), not a FAIL of the model
     names = ", ".join(s.checkpoint.path for s in sources[:3]) + (f" (+{len(sources) - 3})" if len(sources) > 3 else "")
     checks.append(Check("model", PASS, f"{len(sources)} model(s) load their config and tokenizer: {names}"))
     return _Setup(sources, tokenizer, context, _model_config(sources[0]), lengths)
@@ -302,7 +303,9 @@ def cheap_checks(cfg, probe_server: bool = True) -> tuple[list[Check], _Setup | 
     if s is None:
         return checks, None
     checks.append(_check_context(cfg, s))
-    checks.append(_check_rope(cfg, s))
+    # a config claiming positions no model has: FAIL instead of "N positions cover every length"
+    checks.append(positions_check(s.config) or _check_rope(cfg, s))
+    checks += trained_window_check(s.config, s.sources, s.lengths)  # lengths past harness_training.json's window
     checks += _check_tokenizer(cfg, s, probe_server)
     checks += _check_format(cfg, s)
     checks += prompt_checks(cfg, s.tokenizer, s.context)  # chat turns kept, one BOS, the budget
