@@ -10,7 +10,7 @@ import json
 import pytest
 
 from harness.cli import main
-from tasks.registry import all_suites, narrow_suite
+from tasks.registry import all_suites
 
 
 def _eval(model, out, *flags):
@@ -46,6 +46,8 @@ def test_a_suite_that_does_not_hold_the_tasks_is_one_line(flags, phrase, tiny_ll
 
 
 def test_narrow_suite_keeps_the_other_forms():
+    from tasks.registry import narrow_suite
+
     assert narrow_suite("ruler", [], ["vt"]) == ("ruler", [], ["vt"])
     assert narrow_suite(None, ["vt"], []) == (None, ["vt"], [])
     suite, tasks, exclude = narrow_suite("ruler", ["vt", "cwe"], ["qa_1"])
