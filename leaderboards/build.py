@@ -56,8 +56,10 @@ def _read_json(path: Path) -> dict:
 def validate(data, path: Path | str) -> dict:
     """Schema checks from docs/contracts.md (the one validator `harness report` uses too)."""
     from harness.core.results_schema import validate_results
+    from tasks.length_rule import check_results_lengths
 
-    return validate_results(data, path)
+    # a per-task length its task cannot have (RULER at 0): the rule import and eval apply too
+    return check_results_lengths(validate_results(data, path), path)
 
 
 def load_runs(paths) -> list[dict]:

@@ -50,8 +50,12 @@ def run(args: argparse.Namespace) -> int:
         length = parse_length(args.length)
     if args.name is not None and (not args.name.strip() or not args.name.isprintable()):
         raise UserError(f"--name {args.name!r} is empty or holds a control character: pass a printable name")
-    out = Path(args.out)
-    target = out if out.suffix == ".json" else out / "results.json"
+    from harness.core.paths import check_out, check_output_file
+
+    # checked like every --out ('' was ./results.json): a directory, or a path ending in .json
+    out = Path(args.out) if args.out.strip() else check_out(args.out)
+    folder = check_out(out.parent if out.suffix == ".json" else out)
+    target = check_output_file(out if out.suffix == ".json" else folder / "results.json")
     if target.exists():
         try:
             old = json.loads(target.read_text(encoding="utf-8"))

@@ -95,7 +95,9 @@ def load_any(target: str, threshold: float | None) -> dict:
             )
     if path.is_file() and (_is_store(path) or path.suffix == ".jsonl"):  # a .jsonl is a store or no results file
         return results_from_store(path, DEFAULT_THRESHOLD if threshold is None else threshold, _suite_tasks())
-    results = load_results(path)
+    from tasks.length_rule import check_results_lengths
+
+    results = check_results_lengths(load_results(path), path)  # the length rule import and eval apply
     return results if threshold is None else apply_threshold(results, threshold)
 
 

@@ -84,3 +84,21 @@ def format_length(value: int) -> str:
     if value % 1024 == 0:
         return f"{value // 1024}K"
     return str(value)
+
+
+def length_problem(length: int, length_controlled: bool) -> str | None:
+    """The one rule of a length read from outside (a record, an imported file, a results.json key):
+    why `length` cannot be a task's, or None. A length-controlled task's length is one --lengths
+    takes (MIN_LENGTH..MAX_LENGTH, what `harness eval` would run); another task's is 0 (prompts with
+    no context to fit) or the token budget its prompts were cut to, at most MAX_TOKENS (the bound
+    of --max-length and --max-model-len). Shared by eval's records (harness.pipeline.record_checks),
+    `harness import` and the readers of results.json (report, leaderboard: tasks.length_rule)."""
+    from harness.core.validate import MAX_TOKENS
+
+    if isinstance(length, bool) or not isinstance(length, int):
+        return f"length {length!r} is not a whole number of tokens"
+    if length_controlled and not MIN_LENGTH <= length <= MAX_LENGTH:
+        return f"length {length} is outside {MIN_LENGTH}..{MAX_LENGTH}, the lengths a length-controlled task runs at"
+    if not 0 <= length <= MAX_TOKENS:
+        return f"length {length} is outside 0..{MAX_TOKENS} tokens"
+    return None

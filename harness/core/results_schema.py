@@ -22,7 +22,16 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 
 from harness.core.errors import UserError
 
@@ -44,8 +53,20 @@ Positive = Annotated[int, Field(ge=1)]
 NonNegative = Annotated[float, Field(ge=0)]
 Score = Annotated[float, Field(ge=0, le=1)]  # one sample's score
 Percent = Annotated[float, Field(ge=0, le=100)]
+def _tokens(value: int | str) -> int | str:
+    """A length within the tokens any context holds (harness.core.validate.MAX_TOKENS): a key of
+    10^20 is a damaged or hand-edited file, never a cell to average (tasks.length_rule says which
+    lengths each task can have)."""
+    from harness.core.validate import MAX_TOKENS
+
+    if int(value) > MAX_TOKENS:
+        raise ValueError(f"length {value} is beyond {MAX_TOKENS} tokens, the longest any run takes")
+    return value
+
+
 # A length as a JSON object key: ASCII digits (no sign: a length is never negative).
-LengthKey = Annotated[str, Field(pattern=r"^[0-9]+$")]
+LengthKey = Annotated[str, Field(pattern=r"^[0-9]+$"), AfterValidator(_tokens)]
+Length = Annotated[int, Field(ge=0), AfterValidator(_tokens)]
 
 _SLACK = 1e-9  # float rounding of a mean of equal values
 # Mean negative log-likelihood per token beyond which exp() (the perplexity) overflows a float:
@@ -248,7 +269,7 @@ class Suite(Strict):
     evaluated: list[str]
     excluded: list[str] = []
     unavailable: dict[str, str] = {}
-    lengths: list[Count]
+    lengths: list[Length]
     per_task: dict[str, dict[LengthKey, Stats]]
     per_length: dict[LengthKey, Stats]
     summary: Summary

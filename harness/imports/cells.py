@@ -52,6 +52,15 @@ class Cell:
     prompt_tokens: float | None = None
     max_new_tokens: int | None = None
 
+    def __post_init__(self) -> None:
+        # the length rule harness eval, report and leaderboard apply (tasks.length_rule): a RULER
+        # cell at 0 or 10^20 tokens is the file's mistake, never a score that moves the average
+        from tasks.length_rule import task_length_problem
+
+        problem = task_length_problem(self.task, self.length)
+        if problem is not None:
+            raise UserError(f"{self.file or 'an imported file'}: {problem}: fix the file (a RULER or HELMET file: or pass --length L)")
+
 
 @dataclass
 class Source:

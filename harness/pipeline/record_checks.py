@@ -13,6 +13,8 @@ registered task (tasks.registry) is inconsistent when:
 - its suite is a registry suite that does not hold its task;
 - its metric is not its task's metric;
 - its protocol is not one its task offers;
+- its length is outside the range every reader of lengths applies (harness.core.lengths
+  length_problem: 250..1m for a length-controlled task, as --lengths takes; else 0..2**24);
 - its length is not one its task can have under that protocol, where the task's lengths are a
   fixed set: 0 for prompts without a context to fit (MMLU/HellaSwag, BABILong 0K, LongBench v2
   without its document), and under "reference" NoLiMa's haystack sizes (multiples of 250),
@@ -103,7 +105,12 @@ def _inconsistency(r: dict, registry: _Registry) -> str | None:
 
 
 def _length_problem(task: Task, length: int, num_tokens: int | None) -> str | None:
+    from harness.core.lengths import length_problem
+
     under = f" under protocol {task.protocol!r}" if task.protocol else ""
+    outside = length_problem(length, bool(task.length_controlled))  # the range every reader applies
+    if outside is not None:
+        return f"{task.name}{under}: {outside}"
     possible = _possible_lengths(task)
     if possible is not None and not possible.holds(length):
         return f"length {length} is not one {task.name} can have{under} ({possible.description})"
