@@ -20,7 +20,7 @@ from harness.core.lengths import length_problem
 from .formats import write_helmet, write_lm_eval, write_ruler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from attack5_data import results, write_run  # noqa: E402
+from attack5_data import results, write_run
 
 
 def _lm_eval_with(tmp_path, key: str) -> Path:
