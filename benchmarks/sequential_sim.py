@@ -1,18 +1,19 @@
 """The simulation behind benchmarks/sequential_validity.py: many sequential paired comparisons at once,
-each on its own finite pool of paired scores, looked at after every round by our rule and by the
-naive one.
+each on its own pool of paired scores, looked at after every round by our rule and by the naive one.
 
-    from sequential_sim import null_pools, shifted, units, ours, naive
-    a, b = null_pools(pairs, sims=10_000, pool=500, rng=rng)    # (sims, pool) each, in draw order
-    b = shifted(a, b, 10.0, rng)                                 # arm B 10 points better, exactly
-    ours(units(a, b), alpha=0.05, round_size=25, margin=5.0)     # first verdict and samples used, per simulation
-    naive(b - a, round_size=25, resamples=400, rng=rng)          # "stop once the bootstrap interval excludes 0"
+    from sequential_sim import population, draws, null_pools, shifted, units, ours, naive
+    a, b = draws(*population(pairs), sims=10_000, pool=500, rng=rng)   # a generator's samples (RULER)
+    a, b = null_pools(pairs, sims=10_000, pool=500, rng=rng)           # a dataset's items (LongBench)
+    b = shifted(a, b, 10.0, rng)                                        # arm B 10 points better, exactly
+    ours(units(a, b), alpha=0.05, round_size=25, margin=5.0, finite=False)   # first verdict and n, per row
+    naive(b - a, round_size=25, resamples=400, rng=rng)   # "stop once the bootstrap interval excludes 0"
 
-Our rule is the product's: harness.core.sequential's betting confidence sequence on each cell's pool
-without replacement, its bounds read after every round, `verdict` deciding (as
-harness.pipeline.sequential_cells.Comparison does), the cell stopping at its first verdict. The
-naive rule is the fixed-n paired percentile bootstrap of harness.core.stats (one shared (B, n) weight
-matrix per round, as `sample_weights` draws it) checked after every round.
+Our rule is the product's: harness.core.sequential's betting confidence sequence, its bounds read
+after every round, `verdict` deciding (as harness.pipeline.sequential_cells.Comparison does), the
+cell stopping at its first verdict; the i.i.d. sequence for a generator's samples (the question is
+about the models) and the without-replacement one over a dataset's items (finite: the question is
+about that dataset). The naive rule is the fixed-n paired percentile bootstrap of harness.core.stats
+(one shared (B, n) weight matrix per round, as `sample_weights` draws it) checked after every round.
 
 A pool is a cell's samples: pairs (score of run A, score of run B) in [0, 1]; the paired difference
 d = B - A is in [-1, 1] and its unit (d + 1) / 2 in [0, 1] (so "better" means B is better). Each row
@@ -51,14 +52,21 @@ def null_pools(pairs: np.ndarray, sims: int, pool: int, rng: np.random.Generator
     return np.take_along_axis(a, order, 1), np.take_along_axis(b, order, 1)
 
 
-def generator_pools(pairs: np.ndarray, sims: int, pool: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(a, b): pools of `pool` pairs each drawn from `pairs` with replacement and swapped with
-    probability 1/2: the generator's mean difference is 0, a pool's is not (it scatters around 0 as
-    a fixed run's 500 samples do)."""
-    pick = rng.integers(0, len(pairs), size=(sims, pool))
-    swap = rng.random((sims, pool)) < 0.5
-    first, second = pairs[pick, 0], pairs[pick, 1]
-    return np.where(swap, second, first), np.where(swap, first, second)
+def population(pairs: np.ndarray, copies: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) of a generator under the null: every pair of the joint and its swap, `copies` times (so a
+    later shift moves the mean in steps of 1 / (2 k copies) of a sample); mean difference exactly 0."""
+    both = np.concatenate([pairs, pairs[:, ::-1]])
+    both = np.tile(both, (copies, 1))
+    return both[:, 0].copy(), both[:, 1].copy()
+
+
+def draws(
+    a: np.ndarray, b: np.ndarray, sims: int, pool: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b): `sims` pools of `pool` i.i.d. draws from a generator (a population of pairs): each index
+    a fresh sample, as a RULER cell's are; a pool's mean difference scatters around the generator's."""
+    pick = rng.integers(0, len(a), size=(sims, pool))
+    return a[pick], b[pick]
 
 
 def shifted(a: np.ndarray, b: np.ndarray, points: float, rng: np.random.Generator) -> np.ndarray:
@@ -202,17 +210,18 @@ def fixed(d: np.ndarray, resamples: int, rng: np.random.Generator) -> Outcome:
 
 
 def family_values(
-    joints: list[np.ndarray], lengths: int, sims: int, pool: int, rng: np.random.Generator
+    joints: list[np.ndarray], lengths: int, sims: int, pool: int, rng: np.random.Generator, finite: bool
 ) -> dict[str, np.ndarray]:
-    """Units of every cell of a suite under the null: each task (a joint) at each length its own
-    symmetrised pool, and per length the suite average, whose value of a sample is the mean of its
-    tasks' (every task at a length draws the same indices in the same order, as
+    """Units of every cell of a suite under the null: each task (a joint) at each length its own pools
+    (finite: a dataset's, symmetrised so its mean difference is exactly 0; else i.i.d. draws from the
+    symmetrised generator), and per length the suite average, whose value of a sample is the mean of
+    its tasks' (every task at a length draws the same indices in the same order, as
     harness.core.sequential.draw_order has them)."""
     cells: dict[str, np.ndarray] = {}
     for length in range(lengths):
         tasks = []
         for t, pairs in enumerate(joints):
-            a, b = null_pools(pairs, sims, pool, rng)
+            a, b = null_pools(pairs, sims, pool, rng) if finite else draws(*population(pairs), sims, pool, rng)
             cells[f"task{t}@L{length}"] = units(a, b)
             tasks.append(cells[f"task{t}@L{length}"])
         cells[f"average@L{length}"] = np.mean(tasks, axis=0)
@@ -220,10 +229,10 @@ def family_values(
 
 
 def family_outcomes(
-    cells: dict[str, np.ndarray], alpha_cell: float, round_size: int, margin: float | None
+    cells: dict[str, np.ndarray], alpha_cell: float, round_size: int, margin: float | None, finite: bool
 ) -> dict[str, Outcome]:
     """Our rule on every cell at the Bonferroni level alpha_cell."""
-    return {name: ours(values, alpha_cell, round_size, margin) for name, values in cells.items()}
+    return {name: ours(v, alpha_cell, round_size, margin, finite=finite) for name, v in cells.items()}
 
 
 def family_errors(outcomes: dict[str, Outcome]) -> np.ndarray:

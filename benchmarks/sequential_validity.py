@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import sys
 import time
@@ -56,7 +57,7 @@ import sequential_sim as sim
 from harness.core.errors import UserError
 
 DATA = Path(__file__).resolve().parent / "data" / "sequential_joints.json"
-SECTIONS = ("null", "generator", "boundary", "power", "family")
+SECTIONS = ("null", "form", "boundary", "power", "family")
 FAMILY_TASKS, FAMILY_LENGTHS = 6, 2
 
 
@@ -183,115 +184,142 @@ def write_joints(path: Path, commands: list[str], joints: dict[str, dict]) -> No
         "joints": joints,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps(doc, indent=1) + "\n")
+    text = json.dumps(doc, indent=1)
+    # one pair a line: [score A, score B]
+    text = re.sub(r"\[\s+(-?[\d.e+-]+),\s+(-?[\d.e+-]+)\s+\]", r"[\1, \2]", text)
+    atomic_write(path, text + "\n")
 
 
 # -- the sections ----------------------------------------------------------------------------------
+# Each kind of cell is simulated in the form the product gives it: a generator's samples (RULER: each
+# index a fresh draw; the i.i.d. sequence; the null is the models', pools scatter around it) and a
+# dataset's items (LongBench: the pool is the population; the without-replacement sequence; the null
+# is the pool's own mean difference, exactly 0). The joints' score shapes serve both.
 
 
 def _rate(k: int, n: int, alpha: float | None = None) -> str:
     low, high, _ = sim.binomial_interval(k, n)
-    mark = "" if alpha is None else ("  ok" if low <= alpha else "  ABOVE")
-    return f"{k / n:7.2%} [{low:6.2%}, {high:6.2%}]{mark}"
+    mark = "" if alpha is None else (" ok" if low <= alpha else " ABOVE")
+    return f"{k / n:6.2%} [{low:5.2%}, {high:5.2%}]{mark}"
+
+
+def _generator(j: Joint, s: Settings, rng: np.random.Generator, delta: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Pools of i.i.d. draws from the joint's symmetrised generator, arm B raised by `delta` points in it."""
+    a, b = sim.population(j.pairs)
+    if delta:
+        b = sim.shifted(a[None], b[None], delta, rng)[0]
+    return sim.draws(a, b, s.sims, s.pool, rng)
+
+
+def _dataset(j: Joint, s: Settings, rng: np.random.Generator, delta: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetrised pools (a dataset's items, mean difference exactly 0), arm B raised by `delta` points."""
+    a, b = sim.null_pools(j.pairs, s.sims, s.pool, rng)
+    return a, (sim.shifted(a, b, delta, rng) if delta else b)
 
 
 def null_rows(joints: dict[str, Joint], s: Settings, rng: np.random.Generator) -> list[str]:
-    head = f"{'cell':<22}{'ours, no margin':<34}{'ours, margin ' + f'{s.margin:g}':<34}{'naive (bootstrap every round)':<34}"
+    w = 31
     rows = [
-        f"null: true difference 0; false decisions (better or worse) of {s.sims:,} comparisons, alpha {s.alpha:g}",
-        head,
+        (
+            f"null: false decisions (better or worse) of {s.sims:,} comparisons at alpha {s.alpha:g}; our rule with no "
+            "margin (a cell stops only on a false decision, so every look is made) and with the default margin"
+        ),
+        f"{'':<20}{'generator (RULER): i.i.d. sequence':<{3 * w}}{'dataset (LongBench): w/o replacement':<{2 * w}}",
+        (
+            f"{'cell':<20}{'ours, no margin':<{w}}{f'ours, margin {s.margin:g}':<{w}}{'naive':<{w}}"
+            f"{'ours, no margin':<{w}}{'naive':<{w}}"
+        ),
     ]
     for j in joints.values():
-        a, b = sim.null_pools(j.pairs, s.sims, s.pool, rng)
-        values = sim.units(a, b)
-        strict = sim.ours(values, s.alpha, s.round_size, None)
-        margin = sim.ours(values, s.alpha, s.round_size, s.margin)
-        naive = sim.naive(b - a, s.round_size, s.resamples, rng)
-        cols = [_rate(o.rate(*sim.DECIDED), s.sims, s.alpha) for o in (strict, margin, naive)]
-        rows.append(f"{j.name:<22}" + "".join(f"{c:<34}" for c in cols))
-        rows.append(
-            f"{'':<22}{'mean n ' + f'{strict.n.mean():.0f}':<34}{'mean n ' + f'{margin.n.mean():.0f}':<34}"
-            f"{'mean n ' + f'{naive.n.mean():.0f}':<34}"
-        )
+        ga, gb = _generator(j, s, rng)
+        da, db = _dataset(j, s, rng)
+        outs = [
+            sim.ours(sim.units(ga, gb), s.alpha, s.round_size, None, finite=False),
+            sim.ours(sim.units(ga, gb), s.alpha, s.round_size, s.margin, finite=False),
+            sim.naive(gb - ga, s.round_size, s.resamples, rng),
+            sim.ours(sim.units(da, db), s.alpha, s.round_size, None, finite=True),
+            sim.naive(db - da, s.round_size, s.resamples, rng),
+        ]
+        rows.append(f"{j.name:<20}" + "".join(f"{_rate(o.rate(*sim.DECIDED), s.sims, s.alpha):<{w}}" for o in outs))
+        rows.append(f"{'  mean n':<20}" + "".join(f"{o.n.mean():<{w}.0f}" for o in outs))
     return rows
 
 
-def generator_rows(joints: dict[str, Joint], s: Settings, rng: np.random.Generator) -> list[str]:
-    """The null of the models rather than of the pool: what the sequence covers is the mean of the
-    pool's samples, which scatters around the generator's."""
-    m = f"margin {s.margin:g}"
+def form_rows(joints: dict[str, Joint], s: Settings, rng: np.random.Generator) -> list[str]:
+    """Why a generator's cells use the i.i.d. sequence: the without-replacement one covers the pool's
+    mean, which scatters around the models', and ends by calling its sign."""
+    w = 31
     rows = [
         (
-            "generator null: pools drawn from the symmetrised joint, so the models' difference is 0 and a pool's "
-            "scatters around it; 'better' or 'worse' is false about the models"
+            "the form matters: a generator's samples (models' difference 0) under the without-replacement sequence, "
+            f"which covers the mean of the {s.pool} drawn samples instead: false decisions about the models"
         ),
-        (
-            f"{'cell':<22}{'ours, no margin':<32}{'ours, ' + m:<32}{'i.i.d. form, no margin':<32}{'i.i.d. form, ' + m:<32}"
-            f"{'fixed ' + str(s.pool):<32}"
-        ),
+        f"{'cell':<20}{'w/o repl., no margin':<{w}}{f'w/o repl., margin {s.margin:g}':<{w}}{f'fixed {s.pool} bootstrap':<{w}}",
     ]
     for j in joints.values():
-        a, b = sim.generator_pools(j.pairs, s.sims, s.pool, rng)
-        values = sim.units(a, b)
-        outcomes = [
-            sim.ours(values, s.alpha, s.round_size, margin, finite=finite)
-            for finite in (True, False)
-            for margin in (None, s.margin)
-        ]
-        outcomes.append(sim.fixed(b - a, s.resamples, rng))
-        cols = [_rate(o.rate(*sim.DECIDED), s.sims, s.alpha) for o in outcomes]
-        rows.append(f"{j.name:<22}" + "".join(f"{c:<32}" for c in cols))
+        a, b = _generator(j, s, rng)
+        outs = [sim.ours(sim.units(a, b), s.alpha, s.round_size, m, finite=True) for m in (None, s.margin)]
+        outs.append(sim.fixed(b - a, s.resamples, rng))
+        rows.append(f"{j.name:<20}" + "".join(f"{_rate(o.rate(*sim.DECIDED), s.sims, s.alpha):<{w}}" for o in outs))
     return rows
 
 
 def boundary_rows(joints: dict[str, Joint], s: Settings, rng: np.random.Generator) -> list[str]:
+    w = 31
     rows = [
-        f"equivalence boundary: true difference = the margin ({s.margin:g} points); 'equivalent' is the false decision",
-        f"{'cell':<22}{'equivalent (false)':<34}{'worse (false)':<20}{'better':<10}{'mean n':>7}",
+        f"equivalence boundary: difference = the margin ({s.margin:g} points); 'equivalent' is the false decision",
+        f"{'':<20}{'generator: i.i.d. sequence':<{w + 21}}{'dataset: w/o replacement':<{w + 21}}",
+        (
+            f"{'cell':<20}{'equivalent (false)':<{w}}{'better':>8}{'mean n':>8}     {'equivalent (false)':<{w}}"
+            f"{'better':>8}{'mean n':>8}"
+        ),
     ]
     for j in joints.values():
-        a, b = sim.null_pools(j.pairs, s.sims, s.pool, rng)
-        try:
-            b = sim.shifted(a, b, s.margin, rng)
-        except UserError as exc:
-            rows.append(f"{j.name:<22}left out: {exc}")
-            continue
-        out = sim.ours(sim.units(a, b), s.alpha, s.round_size, s.margin)
-        rows.append(
-            f"{j.name:<22}{_rate(out.rate('equivalent'), s.sims, s.alpha):<34}{out.rate('worse'):<20}"
-            f"{out.rate('better') / s.sims:<10.2%}{out.n.mean():>7.0f}"
-        )
+        cols = []
+        for make, finite in ((_generator, False), (_dataset, True)):
+            try:
+                a, b = make(j, s, rng, s.margin)
+            except UserError as exc:
+                return [*rows, f"{j.name:<20}left out: {exc}"]
+            o = sim.ours(sim.units(a, b), s.alpha, s.round_size, s.margin, finite=finite)
+            cols.append(
+                f"{_rate(o.rate('equivalent'), s.sims, s.alpha):<{w}}{o.rate('better') / s.sims:>8.1%}{o.n.mean():>8.0f}"
+            )
+        rows.append(f"{j.name:<20}" + "     ".join(cols))
     return rows
 
 
 def power_rows(joints: dict[str, Joint], s: Settings, rng: np.random.Generator) -> list[str]:
     rows = [
         (
-            f"alternatives: arm B better by delta points; our rule with margin {s.margin:g} (better / equivalent / worse, "
-            f"mean samples of {s.pool}) beside the fixed {s.pool}-sample bootstrap's power"
+            f"alternatives: arm B better by delta points, our rule with margin {s.margin:g}; generator cells (i.i.d. "
+            f"sequence) beside the fixed {s.pool}-sample bootstrap's power on the same pools; dataset cells (w/o replacement)"
         ),
         (
-            f"{'cell':<22}{'delta':>6}  {'better':<28}{'equivalent':>11}{'worse':>7}{'mean n':>8}{'of fixed':>9}"
-            f"{'i.i.d. form: better':>21}{'mean n':>8}{'fixed power':>13}"
+            f"{'cell':<20}{'delta':>6}  {'better':<26}{'equiv':>7}{'worse':>6}{'mean n':>7}{'/fixed':>7}{'fixed power':>12}"
+            f"   {'dataset: better':>15}{'mean n':>7}{'/fixed':>7}"
         ),
     ]
     for j in joints.values():
         for delta in s.deltas:
-            a, b = sim.null_pools(j.pairs, s.sims, s.pool, rng)
             try:
-                b = sim.shifted(a, b, delta, rng)
+                ga, gb = _generator(j, s, rng, delta)
             except UserError as exc:
-                rows.append(f"{j.name:<22}{delta:>6g}  left out: {exc}")
+                rows.append(f"{j.name:<20}{delta:>6g}  left out: {exc}")
                 continue
-            values = sim.units(a, b)
-            out = sim.ours(values, s.alpha, s.round_size, s.margin)
-            iid = sim.ours(values, s.alpha, s.round_size, s.margin, finite=False)
-            fixed = sim.fixed(b - a, s.resamples, rng)
-            rows.append(
-                f"{j.name:<22}{delta:>6g}  {_rate(out.rate('better'), s.sims):<28}{out.rate('equivalent') / s.sims:>11.2%}"
-                f"{out.rate('worse'):>7}{out.n.mean():>8.0f}{out.n.mean() / s.pool:>9.2f}"
-                f"{iid.rate('better') / s.sims:>21.2%}{iid.n.mean():>8.0f}{fixed.rate('better') / s.sims:>13.2%}"
+            o = sim.ours(sim.units(ga, gb), s.alpha, s.round_size, s.margin, finite=False)
+            f = sim.fixed(gb - ga, s.resamples, rng)
+            row = (
+                f"{j.name:<20}{delta:>6g}  {_rate(o.rate('better'), s.sims):<26}{o.rate('equivalent') / s.sims:>7.1%}"
+                f"{o.rate('worse'):>6}{o.n.mean():>7.0f}{o.n.mean() / s.pool:>7.2f}{f.rate('better') / s.sims:>12.1%}"
             )
+            try:
+                da, db = _dataset(j, s, rng, delta)
+            except UserError:  # some drawn pools have less headroom than the generator's mean
+                rows.append(f"{row}   {'(no headroom)':>15}")
+                continue
+            d = sim.ours(sim.units(da, db), s.alpha, s.round_size, s.margin, finite=True)
+            rows.append(f"{row}   {d.rate('better') / s.sims:>15.1%}{d.n.mean():>7.0f}{d.n.mean() / s.pool:>7.2f}")
     return rows
 
 
@@ -299,31 +327,33 @@ def family_rows(joints: dict[str, Joint], s: Settings, rng: np.random.Generator)
     from harness.core.sequential import cell_alpha
 
     tasks = [list(joints.values())[t % len(joints)] for t in range(FAMILY_TASKS)]
-    cells = sim.family_values([j.pairs for j in tasks], FAMILY_LENGTHS, s.sims, s.pool, rng)
-    per_cell = cell_alpha(s.alpha, len(cells))
     rows = [
         (
             f"family: {FAMILY_TASKS} tasks ({', '.join(j.name for j in tasks)}) x {FAMILY_LENGTHS} lengths + "
-            f"{FAMILY_LENGTHS} averages = {len(cells)} cells, all null; a false decision in any cell, family alpha {s.alpha:g}"
+            f"{FAMILY_LENGTHS} averages, all null; a false decision in any cell; family alpha {s.alpha:g}"
         ),
-        f"{'rule':<46}{'family false-decision rate':<34}{'worst cell':>12}",
+        f"{'cells':<12}{'rule':<48}{'family false-decision rate':<32}{'worst cell':>10}",
     ]
-    for label, level, margin in (
-        (f"Bonferroni (alpha/{len(cells)} per cell), no margin", per_cell, None),
-        (f"Bonferroni (alpha/{len(cells)} per cell), margin {s.margin:g}", per_cell, s.margin),
-        ("no correction (alpha per cell), no margin", s.alpha, None),
-    ):
-        outcomes = sim.family_outcomes(cells, level, s.round_size, margin)
-        errors = sim.family_errors(outcomes)
-        worst = max(o.rate(*sim.DECIDED) for o in outcomes.values()) / s.sims
-        check = s.alpha if level == per_cell else None
-        rows.append(f"{label:<46}{_rate(int(errors.sum()), s.sims, check):<34}{worst:>12.2%}")
+    for finite, label in ((False, "generator"), (True, "dataset")):
+        cells = sim.family_values([j.pairs for j in tasks], FAMILY_LENGTHS, s.sims, s.pool, rng, finite)
+        per_cell = cell_alpha(s.alpha, len(cells))
+        choices: list[tuple[str, float, float | None]] = [
+            (f"Bonferroni (alpha/{len(cells)} a cell), no margin", per_cell, None)
+        ]
+        choices += [(f"Bonferroni (alpha/{len(cells)} a cell), margin {s.margin:g}", per_cell, s.margin)]
+        choices += [("no correction (alpha a cell), no margin", s.alpha, None)] if not finite else []
+        for rule, level, margin in choices:
+            outcomes = sim.family_outcomes(cells, level, s.round_size, margin, finite)
+            errors = sim.family_errors(outcomes)
+            worst = max(o.rate(*sim.DECIDED) for o in outcomes.values()) / s.sims
+            check = s.alpha if level == per_cell else None
+            rows.append(f"{label:<12}{rule:<48}{_rate(int(errors.sum()), s.sims, check):<32}{worst:>10.2%}")
     return rows
 
 
 SECTION_ROWS = {
     "null": null_rows,
-    "generator": generator_rows,
+    "form": form_rows,
     "boundary": boundary_rows,
     "power": power_rows,
     "family": family_rows,
