@@ -6,35 +6,34 @@
 
 Each scenario simulates many paired comparisons of one cell, each on its own pool of `--pool` samples
 (500, RULER's), drawn in a random order and looked at after every round of `--round-size` (25): the
-rule of `harness eval --against` (harness.core.sequential: a betting confidence sequence without
-replacement; a cell stops at its first verdict) beside the naive rule (stop the first time the
-fixed-n paired percentile-bootstrap 95% interval excludes 0). The pools come from the empirical joint
-distributions of (score of run A, score of run B) in real stored runs of ours, per kind of cell
-(binary needle cells, graded vt/cwe cells, continuous LongBench-style cells), kept in
-benchmarks/data/sequential_joints.json with the commands that made them (`--extract` re-makes it
-from two results folders):
+rule of `harness eval --against` (harness.core.sequential's betting confidence sequence, `verdict`
+after every round, a cell stopping at its first verdict) beside the naive rule (stop the first time
+the fixed-n paired percentile-bootstrap 95% interval excludes 0). The pools come from the empirical
+joint distributions of (score of run A, score of run B) in real stored runs of ours, per kind of cell
+(binary needle cells, graded vt/cwe cells, and continuous LongBench-style cells where a run has them),
+kept in benchmarks/data/sequential_joints.json with the commands that made them (`--extract` re-makes
+it from two results folders). Each cell is simulated in the product's two forms (Comparison's
+`finite`): a generator's samples (RULER: i.i.d. draws from the joint symmetrised, each pair and its
+swap, so the models' difference is exactly 0; the i.i.d. sequence) and a dataset's items (LongBench:
+a pool of pool/2 drawn pairs plus each one swapped, so the pool's own difference is exactly 0; the
+without-replacement sequence).
 
-- null: a pool is pool/2 pairs drawn from the joint plus each drawn pair swapped, so its mean
-  difference is exactly 0 and its scores and between-run correlation are the joint's. A "better" or
-  "worse" verdict is a false decision. With no equivalence margin a cell stops only on one, so every
-  look is made: the worst case (a margin stops cells as "equivalent", which can only remove looks).
-- generator: the null of the models rather than of one pool: every sample's pair drawn from the
-  joint and swapped with probability 1/2, so the models' difference is 0 while a pool's scatters
-  around it. The sequence covers the pool's mean (the mean the fixed protocol would report), so with
-  no margin it ends on that mean and calls its sign; an equivalence margin is what keeps it from
-  that. Shown beside the fixed protocol's bootstrap (which treats the pool as a sample).
-- boundary: the null pool with arm B raised until the difference is exactly the margin: an
-  "equivalent" verdict is the false decision there.
-- power: arm B raised by 2, 5, 10, 20 points (randomly chosen samples raised to the full score):
-  how often our rule says "better", the samples it used, the same for the sequence's i.i.d. form
-  (pool=None), and the fixed 500-sample protocol's power (its bootstrap interval over the whole pool)
-  for reference.
+- null: a "better" or "worse" verdict is a false decision. With no equivalence margin a cell stops
+  only on one, so every look is made: the worst case (a margin stops cells as "equivalent", which can
+  only remove looks); the default margin beside it.
+- form: a generator's samples under the without-replacement sequence, which covers the mean of the
+  500 drawn samples rather than the models': why generator cells use the i.i.d. one.
+- boundary: arm B raised until the difference is exactly the margin: "equivalent" is the false
+  decision there.
+- power: arm B raised by 2, 5, 10, 20 points (randomly chosen samples raised to the full score, in
+  the generator or in the pool): how often our rule says "better" and the samples it used, beside the
+  fixed 500-sample bootstrap's power on the same pools.
 - family: a suite of tasks x lengths plus its average per length (6 x 2 + 2 = 14 cells), every
   cell at alpha / 14 (Bonferroni, as harness.pipeline.sequential_cells.Comparison does), all null:
   how often any cell reaches a false verdict; and the same cells at alpha each, uncorrected.
 
-Rates come with their binomial 95% interval (Clopper-Pearson); "ok" means the interval's low end is
-at or below alpha, "above" that it lies above alpha.
+Rates come with their binomial 95% interval (Clopper-Pearson; Wilson where scipy is missing): "ok"
+means the interval's low end is at or below alpha, "ABOVE" that the whole interval lies above it.
 """
 
 from __future__ import annotations
