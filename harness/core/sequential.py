@@ -98,7 +98,7 @@ class BettingSequence:
         values = np.asarray(values, dtype=np.float64)
         if values.ndim == self._sum.ndim:  # one value per sequence
             values = values[..., None]
-        if values.size and (np.nanmin(values) < 0.0 or np.nanmax(values) > 1.0 or np.isnan(values).any()):
+        if values.size and (np.isnan(values).any() or values.min() < 0.0 or values.max() > 1.0):
             raise ValueError("values must lie in [0, 1]")
         for j in range(values.shape[-1]):
             self._step(values[..., j])
