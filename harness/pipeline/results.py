@@ -43,14 +43,22 @@ def build_results(plan: Plan) -> dict:
     from harness.pipeline.store import ResultStore, read_store
 
     cfg = plan.cfg
+    from harness.pipeline.record_checks import split_inconsistent
+
     _, records = read_store(plan.out / "samples.jsonl")
     records = [r for r in records if ResultStore.key(r) in plan.planned_keys]
+    # the reading rule `harness report` applies too: a stored record that contradicts itself (a
+    # metric not its task's, a length its task cannot have) is never reused as a score
+    records, inconsistent = split_inconsistent(records)
     suites = report_suites(plan)
     run = _run_entry(plan, records)
     prov = _provenance(plan, records)
     check_claims(records, prov)  # results.json never states a setting its records lack
     threshold = DEFAULT_THRESHOLD if cfg.threshold is None else cfg.threshold
-    return aggregate(records, suites, run, prov, threshold=threshold)
+    results = aggregate(records, suites, run, prov, threshold=threshold)
+    if inconsistent is not None:  # kept out of everything above; counted by reason, as report does
+        results["inconsistent_records"] = inconsistent
+    return results
 
 
 def _run_entry(plan: Plan, records: list[dict]) -> dict:
