@@ -64,6 +64,8 @@ def validate(data, path: Path | str) -> dict:
 
 def load_runs(paths) -> list[dict]:
     """Read and validate results files; files naming the same run are merged by suite."""
+    from leaderboards.record_marks import merge_record_counts
+
     if not paths:
         raise UserError("no results given: pass results.json files or run directories")
     runs: dict[str, dict] = {}
@@ -84,6 +86,7 @@ def load_runs(paths) -> list[dict]:
             )
         have["suites"].update(data["suites"])
         have["sources"].append(str(path))
+        merge_record_counts(have, data)  # its records' warnings travel with the merged row
     return list(runs.values())
 
 
@@ -206,6 +209,7 @@ def _rows(
             },
         }
         _mark_imported(row, run)
+        _mark_records(row, run)
         rows.append(row)
     return rows
 
@@ -249,6 +253,16 @@ def _threshold_text(runs: list[dict], threshold: float | None) -> str | None:
     if threshold is not None:
         return f"{threshold:g} (--threshold)"
     return ", ".join(f"{t:g}" for t in thresholds) + " (from the results)" if thresholds else None
+
+
+def _mark_records(row: dict, run: dict) -> None:
+    """A run whose store held records that contradict themselves or conflict: the warning report
+    prints leads the row's flags, so the page, the CSV, JSON, Markdown and LaTeX all carry it."""
+    from leaderboards.record_marks import record_marks
+
+    row["record_marks"] = record_marks(run)
+    row["flags"] = [*row["record_marks"], *row["flags"]]
+    row["delta_flags"] = [*row["record_marks"], *row["delta_flags"]]
 
 
 def _mark_imported(row: dict, run: dict) -> None:

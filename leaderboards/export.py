@@ -187,6 +187,8 @@ def to_markdown(board: dict, view: str = "scores") -> str:
         )
     if board["threshold_text"]:
         notes.append(f"Effective-length threshold: {_md_escape(board['threshold_text'])}.")
-    if any(row["flags"] for row in board["rows"]):
+    if any(set(row["flags"]) - set(row.get("record_marks", [])) for row in board["rows"]):
         notes.append("⚑ = evaluated task or length set differs from the other rows.")
+    for row in board["rows"]:  # a store's record problems travel with the row (leaderboards.record_marks)
+        notes += [f"⚑ {_md_escape(row['run'])}: {_md_escape(mark)}." for mark in row.get("record_marks", [])]
     return "\n".join(lines) + "\n\n" + " ".join(notes) + "\n"

@@ -28,6 +28,10 @@ _SPECIAL = {
     ">": r"\textgreater{}",
     "—": "--",
     "−": "-",
+    # a cell that opens with [ after \\ or \midrule would be read as their optional argument
+    # ("\\[2pt]"): a run named "[x]" broke the table's compile; braces make a bracket plain text
+    "[": "{[}",
+    "]": "{]}",
 }
 
 
@@ -92,8 +96,10 @@ def caption(board: dict, interval: str) -> str:
         parts.append(rf"\textsuperscript{{b}} baseline {escape(board['baseline'])}")
         if board.get("any_delta_intervals"):
             parts.append("$^{*}$ differs from the baseline at 95\\% (paired bootstrap: the interval excludes 0)")
-    if any(r["flags"] for r in board["rows"]):
+    if any(set(r["flags"]) - set(r.get("record_marks", [])) for r in board["rows"]):
         parts.append(r"\textsuperscript{\dag} evaluated task or length set differs from the other rows")
+    for r in board["rows"]:  # a store's record problems travel with the row (leaderboards.record_marks)
+        parts += [rf"\textsuperscript{{\dag}} {escape(r['run'])}: {escape(mark)}" for mark in r.get("record_marks", [])]
     if board.get("threshold_text"):
         parts.append(f"effective-length threshold {escape(board['threshold_text'])}")
     return "; ".join(parts) + "."

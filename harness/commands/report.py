@@ -150,10 +150,15 @@ def board_runs(targets: list[str], threshold: float | None) -> list[dict]:
     for target in targets:
         data = validate(load_any(target, threshold), target)
         name = data["run"]["name"]
+        merged = name in runs
         have = runs.setdefault(name, {**data, "sources": [], "suites": {}})
         clash = set(have["suites"]) & set(data["suites"])
         if clash:
             raise UserError(f"run {name!r} has suite {min(clash)!r} in two of the results given: pass one of them")
         have["suites"].update(data["suites"])
         have["sources"].append(str(target))
+        if merged:
+            from leaderboards.record_marks import merge_record_counts
+
+            merge_record_counts(have, data)  # its records' warnings travel with the merged row
     return list(runs.values())
