@@ -107,18 +107,25 @@ def _run_unless_vanished(job: CheckpointJob) -> None:
 def run_eval(cfg: EvalConfig, print_table: bool = True) -> dict:
     """Plan, run, aggregate; writes <out>/results.json and returns the results dict."""
     from harness.core.results_file import write_results
+    from harness.pipeline.run_outcome import Outcome, stored_keys
     from harness.pipeline.store import run_lock
 
     plan = plan_eval(cfg)
     with run_lock(plan.out) as waited:  # one eval per --out; the second computes only what is missing
         if waited:
             plan = plan_eval(cfg)
+        before = stored_keys(plan)
         try:
             execute(plan)
         except BaseException:
             if plan.fresh_store is not None:  # a run that stored nothing leaves no store behind
                 discard_empty_store(plan.out, plan.fresh_store, keep_dir=True)
             raise
+        outcome = Outcome.of(plan, before, stored_keys(plan))
+        if outcome.after == 0:  # nothing to show: no results.json of dashes, one line instead
+            if plan.fresh_store is not None:
+                discard_empty_store(plan.out, plan.fresh_store, keep_dir=True)
+            outcome.refuse_if_nothing()
         results = build_results(plan)
         write_results(plan.out / "results.json", results)
     if print_table:
@@ -126,4 +133,7 @@ def run_eval(cfg: EvalConfig, print_table: bool = True) -> dict:
 
         print(format_table(results))
         print(f"results: {plan.out / 'results.json'} (samples: {plan.out / 'samples.jsonl'})")
+    outcome.refuse_if_nothing()  # evaluated nothing, the run incomplete: exit 2, said last
+    if print_table and outcome.line():
+        print(outcome.line())
     return results

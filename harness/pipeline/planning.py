@@ -112,8 +112,8 @@ def _scope(cfg: EvalConfig) -> _Scope:
     """Every check that needs neither the store nor a sample: the flags, the models, the tasks,
     the outputs, and each task's lengths against the tightest context."""
     from harness.models.runners.common import threads_from_env
-    from harness.models.sources.base import still_there
     from harness.models.tokenization import tokenizer_fingerprint
+    from harness.pipeline.pruned import contexts_of, first_tokenizer
 
     check_numbers(cfg)
     threads_from_env()  # a HARNESS_THREADS the workers could not use: an error now, before any work
@@ -123,7 +123,7 @@ def _scope(cfg: EvalConfig) -> _Scope:
     label, full, tasks, unavailable = _resolve_tasks(cfg)
     # Torch-free where exact (a run with nothing left to compute never imports transformers); a
     # chat template needs the transformers tokenizer
-    tokenizer = sources[0].load_tokenizer(light=not cfg.chat_template)
+    sources, tokenizer = first_tokenizer(sources, cfg.ckpts, light=not cfg.chat_template)
     tok_fp = tokenizer_fingerprint(tokenizer)
     for src in sources:
         tasks = src.filter_tasks(tasks, unavailable, tokenizer)
@@ -131,8 +131,8 @@ def _scope(cfg: EvalConfig) -> _Scope:
     judges = [t.judge_settings() for t in tasks if hasattr(t, "judge_settings")]
     _check_max_new_tokens(options, tasks)
     name, out = _outputs(cfg, [src.checkpoint for src in sources])
-    sources = still_there(sources, cfg.ckpts)  # (the tokenizer and tasks took a while)
-    contexts = {src.checkpoint.fingerprint: src.context_length(cfg.max_model_len) for src in sources}
+    # (the tokenizer and tasks took a while: a checkpoint pruned meanwhile is skipped, not a bad config)
+    sources, contexts = contexts_of(sources, cfg.ckpts, cfg.max_model_len)
     min_ctx = min(contexts.values())
     tightest = next(s for s in sources if contexts[s.checkpoint.fingerprint] == min_ctx)
     # Each task's lengths (RULER-style: the requested ones; a fixed dataset: its truncation budget or
@@ -217,14 +217,14 @@ def _requested_lengths(cfg: EvalConfig) -> list[int] | None:
 def _checked_sources(cfg: EvalConfig) -> list:
     """The model sources of --ckpts, sharing one tokenizer, each checked (damaged or inconsistent
     models: an error now, before any work)."""
-    from harness.models.sources import check_same_tokenizer, resolve_sources
+    from harness.models.sources import resolve_sources
     from harness.models.sources.base import still_there, vanished
+    from harness.pipeline.pruned import same_tokenizer
 
     sources = resolve_sources(cfg)  # each kind checks its own flags; a served model is asked for here
     # A checkpoint a training run prunes meanwhile (--keep-last) is skipped with one line wherever
     # it disappears; the others are evaluated.
-    sources = still_there(sources, cfg.ckpts)
-    check_same_tokenizer(sources)
+    sources = same_tokenizer(sources, cfg.ckpts)  # a folder deleted meanwhile: skipped, not "another tokenizer"
     for src in list(sources):
         try:
             src.check(cfg.backend)

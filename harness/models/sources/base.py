@@ -202,7 +202,7 @@ def vanished(source) -> bool:
 def warn_vanished(path: str) -> None:
     print(
         f"warning: skipping checkpoint {path}: it was deleted after it matched --ckpts (a training run's "
-        "--keep-last pruning it?); the other checkpoints are evaluated",
+        "--keep-last pruning it?)",  # what was evaluated after all, the run's last line says
         file=sys.stderr,
     )
 
