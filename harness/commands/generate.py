@@ -47,13 +47,14 @@ def run(args) -> int:
     from harness.core.errors import UserError
     from harness.core.lengths import parse_lengths
     from harness.core.paths import check_out
-    from harness.core.validate import MAX_COUNT, require_at_least, require_at_most
+    from harness.core.validate import MAX_COUNT, require_at_least, require_at_most, require_given
     from harness.models.embedded import default_tokenizer_dir
     from harness.models.sources import model_tokenizer
     from tasks import data_sources
     from tasks.generate import DEFAULT_SEED
     from tasks.registry import resolve_tasks, split_csv
 
+    require_given(args)  # --tokenizer '' was the embedded tokenizer in silence
     require_at_least((("--samples", args.samples, 1), ("--seed", args.seed, 0)))
     require_at_most((("--samples", args.samples, MAX_COUNT),))
     out = check_out(args.out)

@@ -194,6 +194,10 @@ def job_from_args(args):
     paths = [p.strip() for p in args.data.split(",") if p.strip()]
     if not paths:
         raise UserError("--data is empty: pass one or more jsonl/parquet files, comma-separated")
+    from harness.core.validate import require_distinct_paths
+
+    # 'a,a' trained on one file twice without a word: each file once (--mixture weights them)
+    require_distinct_paths("--data", paths, "list each file once (--mixture weights the files)")
     check_out(args.out)
     check_apart(args.out, args.model, "--out", "--model")  # checkpoints never land in the base model
     return TrainJob(

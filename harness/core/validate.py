@@ -94,6 +94,28 @@ def unique_list(flag: str):
     return check
 
 
+def require_distinct_paths(flag: str, items: list[str], fix: str = "list each once") -> None:
+    """A list of files (or hub names) that names one of them twice, under any spelling ('a,a',
+    'a,./a', a link to a): UserError naming both. A file read twice in silence weighs double."""
+    import os
+
+    seen: dict[str, str] = {}
+    for item in items:
+        key = os.path.realpath(item) if os.path.exists(item) else item
+        if key in seen:
+            same = f"{item!r} twice" if seen[key] == item else f"{seen[key]!r} and {item!r} (the same file)"
+            raise UserError(f"{flag} names {same}: {fix}")
+        seen[key] = item
+
+
+def require_given(args: argparse.Namespace, may_be_empty: tuple[str, ...] = ()) -> None:
+    """Every text flag given with an empty value (--tokenizer '') is a UserError naming it: an empty
+    value is never read as "the default" in silence."""
+    for dest, value in sorted(vars(args).items()):
+        if isinstance(value, str) and not value.strip() and dest not in may_be_empty:
+            raise UserError(f"--{dest.replace('_', '-')} is empty: give it a value or leave the flag out")
+
+
 def _require_finite(flag: str, value) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         raise UserError(f"{flag} {value} is not a finite number: give a finite value")

@@ -128,20 +128,49 @@ def _parsed(argv: list[str], flag: str) -> argparse.Namespace:
 def _check_stage_args(cfg: DemoConfig, tasks: list[str], out: Path) -> None:
     """Every train and eval command the demo will run, parsed and checked now: a bad --train-arg or
     --eval-arg fails before anything is trained (a rejected command changes nothing)."""
-    from harness.commands.eval import check_args
-    from harness.commands.train import job_from_args
-
     data = cfg.data or str(out / "data" / "corpus.jsonl")
     for i, mode in enumerate(cfg.modes):
         minutes = _minutes_for(cfg, i)
-        job_from_args(_parsed(_train_argv(cfg, mode, data, out / "runs" / mode, None, minutes), "--train-arg"))
-        check_args(
+        _check_train(_parsed(_train_argv(cfg, mode, data, out / "runs" / mode, None, minutes), "--train-arg"))
+        _check_eval(
             _parsed(
                 _eval_argv(cfg, tasks, f"{out}/runs/{mode}/ckpt-*", mode, out / "results" / mode, 1, 1), "--eval-arg"
             )
         )
     if cfg.base:
-        check_args(_parsed(_eval_argv(cfg, tasks, cfg.model, "base", out / "results" / "base", 1, None), "--eval-arg"))
+        _check_eval(_parsed(_eval_argv(cfg, tasks, cfg.model, "base", out / "results" / "base", 1, None), "--eval-arg"))
+
+
+def _check_train(args: argparse.Namespace) -> None:
+    """What `harness train` checks before it reads the model: the job, --log-to's sinks (a missing
+    package, an unknown name) and a follower's flags (issue 49: --log-to=bogus was met only by the
+    second mode's training, after the first mode's checkpoints were written)."""
+    from harness.commands._follow_child import follower_for
+    from harness.commands.train import job_from_args
+    from training.logging import parse_log_to
+
+    try:
+        parse_log_to(args.log_to)
+        follower_for(args, job_from_args(args).out)
+    except UserError as exc:
+        raise UserError(f"--train-arg: {exc}") from None
+
+
+def _check_eval(args: argparse.Namespace) -> None:
+    """What `harness eval` checks before it reads a model: the flags (check_args), the sequential
+    rule, then what planning checks first (tasks, --exclude, --suite, --lengths, --max-new-tokens,
+    --system-prompt without --chat: planning.check_flags). Before (issue 49), these were met only
+    by the eval after training, with the checkpoints written."""
+    from harness.commands._sequential_options import sequential_rule
+    from harness.commands.eval import check_args, config_from_args
+    from harness.pipeline.planning import check_flags
+
+    check_args(args)
+    try:
+        sequential_rule(args)
+        check_flags(config_from_args(args))
+    except UserError as exc:
+        raise UserError(f"--eval-arg: {exc}") from None
 
 
 def _suite_names() -> set[str]:

@@ -205,6 +205,15 @@ def _plan_work(cfg: EvalConfig, scope: _Scope, store: ResultStore, fresh_store: 
     )
 
 
+def check_flags(cfg: EvalConfig) -> None:
+    """The checks planning runs first, those that read no model, store or sample: `harness demo`
+    runs them on every eval it will run, before it trains anything."""
+    check_numbers(cfg)
+    check_options(cfg)
+    _requested_lengths(cfg)
+    _resolve_tasks(cfg)
+
+
 def _requested_lengths(cfg: EvalConfig) -> list[int] | None:
     """--lengths parsed; None when not given (each task's default)."""
     from harness.core.lengths import parse_lengths
