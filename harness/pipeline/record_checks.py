@@ -23,9 +23,11 @@ registered task (tasks.registry) is inconsistent when:
   prompt was fitted to (a length-controlled generation task whose length is a budget: RULER, ICL,
   HELMET, and NoLiMa and BABILong under exact-length).
 
-A task the registry does not know is not checked: there is nothing to check it against, and such
-records are legitimate (a renamed task in an older store, a task registered at run time through
-the Python API); re-aggregation already reads them (harness.pipeline.reaggregate). A record naming
+A task the registry does not know is checked against the suite its record names alone (a registry
+suite that does not hold it is a contradiction, as for a known task); otherwise there is nothing to
+check it against, and such records are legitimate (a renamed task in an older store, a task
+registered at run time through the Python API, filed as "custom"); re-aggregation reads them
+(harness.pipeline.reaggregate). A record naming
 no protocol for a task that offers some (written before protocols existed) gets no length check:
 which rule made its length is not known.
 """
@@ -85,11 +87,13 @@ class _Registry:
 def _inconsistency(r: dict, registry: _Registry) -> str | None:
     """Why record r cannot be what it says (one phrase), or None when nothing contradicts."""
     name = r["task"]
-    if name not in registry.classes:  # nothing to check it against (see the module docstring)
-        return None
     suite = r.get("suite")
+    # first, for a task the registry does not know too: a record of suite "ruler" naming a task
+    # RULER lacks would be shown as a RULER task and move its headline (issue 49)
     if suite in registry.suites and name not in registry.suites[suite]:
         return f"suite {_shown(suite)} does not hold task {_shown(name)}"
+    if name not in registry.classes:  # nothing else to check it against (see the module docstring)
+        return None
     task = registry.task(name)
     metric = r.get("metric")
     if metric is not None and metric != task.metric:

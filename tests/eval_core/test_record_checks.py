@@ -227,10 +227,12 @@ def test_a_store_of_contradictions_only_is_one_line(tmp_path):
 
 
 def test_what_cannot_be_checked_is_not_reported():
-    """A task the registry does not know (renamed, or registered at run time) and a protocol-less
-    record of a task with protocols (written before protocols existed) have nothing to contradict."""
+    """A task the registry does not know (renamed, or registered at run time: filed as "custom") and
+    a protocol-less record of a task with protocols (written before protocols existed) have nothing
+    to contradict. (Under a registry suite that lacks it, an unknown task is a contradiction:
+    tests/eval_core/test_attack_round5_unknown_task.py.)"""
     records = _records()
-    unknown = dict(records[0], task="a_task_of_another_harness", metric="whatever", length=7)
+    unknown = dict(records[0], task="a_task_of_another_harness", metric="whatever", length=7, suite="custom")
     older = dict(next(r for r in records if r["task"] == "nolima"), settings={}, length=1024)
     assert split_inconsistent([unknown, older]) == ([unknown, older], None)
 
