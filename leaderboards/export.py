@@ -139,19 +139,25 @@ def to_json(board: dict, view: str = "scores") -> str:
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
+# A script URL's scheme: its colon is escaped, so no linkifier (GitHub's, markdown-it's linkify) and
+# no renderer that skips backslash escapes finds "javascript:" in leaderboard.md (issue 49).
+_SCRIPT_SCHEME = re.compile(r"(?i)(javascript|vbscript|data|file)(\s*):")
+
+
 def _md_escape(text: str) -> str:
     # Pipes break the table; angle brackets and ampersands would be live HTML where Markdown renders;
-    # brackets would make a link ([x](javascript:...)) of a run name.
-    return _CONTROL.sub(
-        " ",
+    # brackets would make a link ([x](javascript:...)) of a run name. Every escape is CommonMark's
+    # backslash escape of ASCII punctuation: the text renders as it was written.
+    escaped = (
         text.replace("\\", "\\\\")
         .replace("|", "\\|")
         .replace("&", "&amp;")
         .replace("<", "&lt;")
         .replace(">", "&gt;")
         .replace("[", "\\[")
-        .replace("]", "\\]"),
+        .replace("]", "\\]")
     )
+    return _CONTROL.sub(" ", _SCRIPT_SCHEME.sub(r"\1\2\\:", escaped))
 
 
 def to_markdown(board: dict, view: str = "scores") -> str:
