@@ -95,7 +95,7 @@ def write_figures(board: dict, out: Path, formats: tuple[str, ...] = FORMATS) ->
     raster = [f for f in formats if f != "svg"]
     if raster and specs:
         _require_matplotlib(raster)
-    files: dict[Path, str | bytes] = {}
+    files: dict[str | Path, str | bytes] = {}
     for spec in specs:
         if "svg" in formats:
             files[out / f"{spec['name']}.svg"] = standalone_svg(_svg(spec))
@@ -113,7 +113,7 @@ def write_figures(board: dict, out: Path, formats: tuple[str, ...] = FORMATS) ->
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise os_error(out, exc) from None
-    return list(files)
+    return [Path(p) for p in files]
 
 
 def _require_matplotlib(formats: list[str]) -> None:
@@ -126,7 +126,7 @@ def _require_matplotlib(formats: list[str]) -> None:
         ) from None
 
 
-def _matplotlib_files(spec: dict, out: Path, formats: list[str]) -> dict[Path, bytes]:
+def _matplotlib_files(spec: dict, out: Path, formats: list[str]) -> dict[str | Path, str | bytes]:
     """{path: the figure's bytes} per raster format, drawn in memory."""
     import io
 
@@ -134,7 +134,7 @@ def _matplotlib_files(spec: dict, out: Path, formats: list[str]) -> dict[Path, b
     from matplotlib.figure import Figure  # no pyplot: no global figure state, no GUI backend
 
     draw = {"length": _mpl_length, "step": _mpl_step, "eff": _mpl_eff}[spec["kind"]]
-    files = {}
+    files: dict[str | Path, str | bytes] = {}
     with matplotlib.rc_context({"pdf.fonttype": 42, "ps.fonttype": 42, "font.size": 9}):
         fig = Figure(figsize=(6.4, 3.6) if spec["kind"] == "length" else (4.8, 3.2), layout="constrained")
         draw(fig.add_subplot(), spec["data"], spec["label"])

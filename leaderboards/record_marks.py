@@ -38,14 +38,10 @@ def merge_record_counts(into: dict, other: dict) -> None:
     bad = other.get("inconsistent_records")
     if isinstance(bad, dict) and bad.get("count"):
         mine = into.get("inconsistent_records")
-        merged = (
-            {"count": 0, "reasons": {}}
-            if not isinstance(mine, dict)
-            else {**mine, "reasons": dict(mine.get("reasons") or {})}
-        )
-        merged["count"] = merged.get("count", 0) + bad["count"]
+        mine = mine if isinstance(mine, dict) else {}
+        reasons: dict[str, int] = dict(mine.get("reasons") or {})
         for why, n in (bad.get("reasons") or {}).items():
-            merged["reasons"][why] = merged["reasons"].get(why, 0) + n
-        into["inconsistent_records"] = merged
+            reasons[why] = reasons.get(why, 0) + n
+        into["inconsistent_records"] = {"count": mine.get("count", 0) + bad["count"], "reasons": reasons}
     if other.get("conflicting_records"):
         into["conflicting_records"] = (into.get("conflicting_records") or 0) + other["conflicting_records"]

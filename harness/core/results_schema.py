@@ -53,6 +53,8 @@ Positive = Annotated[int, Field(ge=1)]
 NonNegative = Annotated[float, Field(ge=0)]
 Score = Annotated[float, Field(ge=0, le=1)]  # one sample's score
 Percent = Annotated[float, Field(ge=0, le=100)]
+
+
 def _tokens(value: int | str) -> int | str:
     """A length within the tokens any context holds (harness.core.validate.MAX_TOKENS): a key of
     10^20 is a damaged or hand-edited file, never a cell to average (tasks.length_rule says which

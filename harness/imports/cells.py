@@ -59,7 +59,9 @@ class Cell:
 
         problem = task_length_problem(self.task, self.length)
         if problem is not None:
-            raise UserError(f"{self.file or 'an imported file'}: {problem}: fix the file (a RULER or HELMET file: or pass --length L)")
+            raise UserError(
+                f"{self.file or 'an imported file'}: {problem}: fix the file (a RULER or HELMET file: or pass --length L)"
+            )
 
 
 @dataclass

@@ -85,7 +85,9 @@ def read(path: Path, text: str, length: int | None = None) -> tuple[list[Cell], 
                 raise UserError(f"{path}: the nulls of {task} are {nulls[i][:20]!r}, not N/M: pass {_WHAT}")
             count = int(total)
             if count == 0:  # evaluate.py divides by the samples: a score of none is no score
-                raise UserError(f"{path}: the nulls of {task} are {nulls[i].strip()!r}: a score of no samples; pass {_WHAT}")
+                raise UserError(
+                    f"{path}: the nulls of {task} are {nulls[i].strip()!r}: a score of no samples; pass {_WHAT}"
+                )
         if task not in RULER_TASKS:
             source.skipped.append(task)
             continue

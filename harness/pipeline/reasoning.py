@@ -141,7 +141,8 @@ def chat_prompt(tokenizer, sample, system_prompt: str | None) -> str:
     try:
         text = tokenizer.apply_chat_template(list(turns), tokenize=False, add_generation_prompt=True)
     except jinja2.TemplateError as exc:  # a syntax error, or a template that raises on these turns
-        where = f" (line {exc.lineno})" if getattr(exc, "lineno", None) else ""
+        lineno = getattr(exc, "lineno", None)  # a syntax error's; a raise_exception() has none
+        where = f" (line {lineno})" if lineno else ""
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise UserError(
             f"the tokenizer's chat template cannot render the prompt: {first}{where}: fix chat_template in "
