@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.core.lengths import length_problem
 
 from .formats import write_helmet, write_lm_eval, write_ruler
 
@@ -119,6 +118,8 @@ def test_records_at_such_lengths_are_left_out_by_eval_and_report():
 
 
 def test_the_rule():
+    from harness.core.lengths import length_problem
+
     assert length_problem(4096, True) is None and length_problem(0, False) is None
     assert length_problem(2**24, False) is None and "outside" in length_problem(2**24 + 1, False)
     assert "outside 250..1048576" in length_problem(249, True) and "outside" in length_problem(2**20 + 1, True)
