@@ -139,7 +139,6 @@ def train(
     import torch
     from transformers.utils import logging as hf_logging
 
-    from harness.models.run_end import clear_run_end
     from training.distributed import SingleProcess
     from training.logging import check_sink_folders, parse_log_to
     from training.runlock import RunLock
@@ -155,7 +154,6 @@ def train(
     try:
         if lock is not None:
             lock.acquire()
-            clear_run_end(job.out)  # the run goes on: a follower waits for the marker this run writes at its end
         return _train(
             job, pipeline=pipeline, ctx=ctx, progress=progress, stop_after=stop_after, grad_hook=grad_hook, sinks=sinks
         )
@@ -206,6 +204,10 @@ def _train(job: TrainJob, *, pipeline, ctx, progress, stop_after, grad_hook, sin
     meta = _training_meta(run)
     if start_step >= job.schedule.steps or out_of_time:
         return _nothing_to_train(run, meta, start_step, spent, out_of_time)
+    if ctx.rank == 0:  # the run goes on (nothing refused it): a follower waits for the marker written at its end
+        from harness.models.run_end import clear_run_end
+
+        clear_run_end(job.out)
     if state_dir is not None and ctx.rank == 0:
         print(f"resumed from step {start_step} (state {state_dir})")
     stream = WindowStream(run.pipeline.windows, stream_pos["epoch"], stream_pos["index"])

@@ -28,20 +28,20 @@ def test_marker_written_at_the_end_only(tiny_llama_dir, run_job, tmp_path):
     assert meta["tokens_per_step"] == 128 * 2 * 1 * 1  # window x batch x accumulation x ranks
 
 
-def test_a_new_run_on_the_folder_removes_the_marker_first(tiny_llama_dir, run_job, tmp_path, monkeypatch):
+def test_a_run_that_trains_removes_the_marker_before_its_steps(tiny_llama_dir, run_job, tmp_path, monkeypatch):
     from training import loop
 
     run = tmp_path / "run"
     run_job(small_job(tiny_llama_dir, run, steps=2, save_every=1, keep_last=2))
     assert read_run_end(run).last_step == 2
     seen = []
-    original = loop._train
+    original = loop._run_steps
 
-    def spy(job, **kw):  # what a follower sees while the longer run trains
+    def spy(*args, **kw):  # what a follower sees while the longer run trains
         seen.append(read_run_end(run))
-        return original(job, **kw)
+        return original(*args, **kw)
 
-    monkeypatch.setattr(loop, "_train", spy)
+    monkeypatch.setattr(loop, "_run_steps", spy)
     run_job(small_job(tiny_llama_dir, run, steps=3, save_every=1, keep_last=2))
     assert seen == [None]
     assert read_run_end(run).last_step == 3
@@ -52,6 +52,14 @@ def test_a_finished_run_rerun_keeps_its_marker(tiny_llama_dir, run_job, tmp_path
     job = small_job(tiny_llama_dir, run, steps=2, save_every=1, keep_last=2)
     run_job(job)
     run_job(job)  # nothing to train: it says so and marks the end again
+    assert read_run_end(run).last_step == 2
+
+
+def test_a_refused_run_leaves_the_marker(tiny_llama_dir, run_job, tmp_path):
+    run = tmp_path / "run"
+    run_job(small_job(tiny_llama_dir, run, steps=2, save_every=1, keep_last=2))
+    with pytest.raises(UserError, match="other settings"):
+        run_job(small_job(tiny_llama_dir, run, steps=3, save_every=1, keep_last=2, seed=1))
     assert read_run_end(run).last_step == 2
 
 
