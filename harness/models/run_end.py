@@ -6,8 +6,8 @@
     end = read_run_end("runs/anchor")      # None while training goes on (or never finished)
     end.last_step                          # the step the run stopped at
 
-`harness train` (training/loop.py) removes `<run>/harness_run_end.json` as soon as it holds the run's
-lock and writes it, atomically, when the run has ended (its last step trained, the checkpoints outside
+`harness train` (training/loop.py) removes `<run>/harness_run_end.json` when it goes on to train steps
+(its resume checks passed: a refused run changes nothing) and writes it, atomically, when the run has ended (its last step trained, the checkpoints outside
 its schedule pruned): `{"schema_version": 1, "last_step": N, "stopped_early": bool, "checkpoints": [steps]}`.
 A run killed or stopped by an error writes none. `harness eval --follow RUN` (harness/pipeline/follow.py)
 ends once the marker is there and every checkpoint it then lists is evaluated: after the marker no
