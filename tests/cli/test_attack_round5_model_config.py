@@ -121,3 +121,15 @@ def test_doctor_with_a_template_syntax_error_fails_its_chat_check(tiny_llama_dir
     assert main(["doctor", "--ckpts", str(model), "--tasks", "vt", "--lengths", "1k", "--chat-template"]) == 1
     out = capsys.readouterr().out
     assert any(line.startswith("FAIL") and "chat template" in line for line in out.splitlines())
+
+
+def test_the_common_names_are_in_the_tables_of_transformers():
+    """The names passed without reading transformers' tables are in them (a light re-run stays exact)."""
+    from harness.models.sources.config_names import COMMON, activations, dtype_names, rope_types
+
+    assert COMMON["activation"] <= activations() and COMMON["rope"] <= rope_types()
+    assert COMMON["dtype"] <= dtype_names()
+    with pytest.raises(UserError, match="hidden_act 'float32'"):  # a common name, of the wrong kind
+        from harness.models.sources.config_names import check_names
+
+        check_names({"model_type": "llama", "hidden_act": "float32"}, "config.json")

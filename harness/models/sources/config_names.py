@@ -114,11 +114,38 @@ def _text_class(cls, text: dict):
     return _config_class(text.get("model_type")) if sub is AutoConfig else sub
 
 
+# Names every transformers release has in its tables (a test holds them to the tables): a config
+# holding only these, each where it belongs, is passed without importing transformers or torch, so
+# a re-run with nothing to compute stays light (tests/doctor/test_doctor.py, benchmarks/rerun_noop.py).
+COMMON = {
+    "activation": frozenset(
+        {"silu", "swish", "gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "quick_gelu", "relu", "relu2"}
+        | {"relu6", "tanh", "sigmoid"}
+    ),
+    "rope": frozenset({"default", "linear", "dynamic", "yarn", "longrope", "llama3"}),
+    "dtype": frozenset({"float32", "float16", "bfloat16", "float64", "float", "half", "double"}),
+}
+
+
+def _names(config: dict) -> list[tuple[str, object]]:
+    """(kind, value) of every activation, RoPE type and dtype of the config and its text_config."""
+    out: list[tuple[str, object]] = []
+    for part in (config, config.get("text_config")):
+        if not isinstance(part, dict):
+            continue
+        out += [("activation", part.get(f)) for f in _ACT_FIELDS]
+        out += [("dtype", part.get(f)) for f in ("dtype", "torch_dtype")]
+        out += [("rope", block.get(k)) for _, block in _rope_blocks(part) for k in ("rope_type", "type")]
+    return [(kind, v) for kind, v in out if v is not None]
+
+
 def check_names(config: dict, where: str) -> None:
     """UserError naming the first activation, RoPE type or dtype of config (and of the text_config
     a composite model reads) that transformers has no entry for. Fields transformers never looks up
     (a text_config beside a Llama, hidden_act in a Gemma config) are left alone: this is no stricter
     than loading the model."""
+    if all(isinstance(v, str) and v in COMMON[kind] for kind, v in _names(config)):
+        return  # the usual names: no need to read transformers' tables
     _check_dtype(config, "", where)
     cls = _config_class(config.get("model_type"))
     text = config.get("text_config")
