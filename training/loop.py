@@ -30,7 +30,6 @@ from typing import Any, cast
 from harness.core.errors import UserError
 from training.config import TrainJob
 from training.model_files import load_model, load_tokenizer_for
-from training.probes import open_probes
 from training.step import Stepper, loss_sum, shifted_targets
 from training.windows import Pipeline, WindowStream, default_pipeline
 
@@ -244,6 +243,10 @@ def _open(job: TrainJob, pipeline: Pipeline | None, ctx) -> _Run:
         pipeline = default_pipeline(
             job, tokenizer, report=(lambda table: _report_mixture(run_dir, table)) if ctx.rank == 0 else None
         )
+    # imported here: the probe set's schema needs pydantic, which the GPU image's sweep (benchmarks/gpu_check.py,
+    # importing this module) does not have
+    from training.probes import open_probes
+
     probes = open_probes(job, tokenizer, ctx)  # also before the model: a bad --probe-docs fails in seconds
     kernel = _kernel_for(job, ctx)
     _seed_all(d.seed)
