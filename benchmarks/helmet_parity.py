@@ -88,7 +88,7 @@ def _tokenizer(path: str | None):
 
 def _helmet(checkout: Path):
     sys.path.insert(0, str(checkout))
-    import data as hdata  # type: ignore[import-not-found]  # HELMET's data.py
+    import data as hdata  # type: ignore[import-not-found, unused-ignore]  # HELMET's data.py
     import eval_alce  # type: ignore[import-not-found]
     import model_utils  # type: ignore[import-not-found]
 
