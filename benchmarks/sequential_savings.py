@@ -169,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(ns.out).resolve()
     times = {} if ns.compare_only else run_protocols(ns)["times"]
     rows, summary = compare(root, ns.margin)
-    print(_table(["cell", "length", f"fixed {ns.samples}: A-B 95% interval", "sequential verdict [CS]", "n/fixed", ""], rows))
+    print(
+        _table(
+            ["cell", "length", f"fixed {ns.samples}: A-B 95% interval", "sequential verdict [CS]", "n/fixed", ""], rows
+        )
+    )
     ev = evaluations(root)
     seq = load_seq(root)
     print()

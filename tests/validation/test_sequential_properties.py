@@ -25,7 +25,8 @@ TASKS = ["niah_single_1", "vt"]
 
 def _block() -> dict:
     pools = {(t, L): 4 for t in TASKS for L in (1024, 2048)}
-    comp = Comparison(Rule(alpha=0.05, margin=60.0, round_size=2), pools, {"ruler": TASKS})
+    # a dataset's items (finite): the without-replacement sequence closes on the pool's mean, so 4 samples decide
+    comp = Comparison(Rule(alpha=0.05, margin=60.0, round_size=2), pools, {"ruler": TASKS}, finite=set(pools))
     value = {"niah_single_1": 1.0, "vt": 0.5}
     while (sel := comp.next_round()) is not None:
         comp.feed({(t, L): {i: value[t] for i in sel[t][L]} for t in TASKS for L in (1024, 2048)})
