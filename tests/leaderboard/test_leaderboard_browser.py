@@ -9,35 +9,17 @@ Skipped, with the reason, when chromium, chromedriver or selenium is missing.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 
+from .browser_gate import CHROMEDRIVER, CHROMIUM, require_browser
 from .conftest import XSS
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-
-
-def _skip_reason():
-    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-        return "Debian chromium/chromium-driver not installed (apt-get install -y chromium chromium-driver)"
-    try:
-        import PIL  # noqa: F401
-        import selenium  # noqa: F401
-    except ImportError as exc:
-        return f"browser tests need {exc.name} (pip install selenium pillow)"
-    return None
-
-
-if _skip_reason():
-    if os.environ.get("CI") == "true":  # CI must not go green with the browser checks missing
-        pytest.fail(f"CI=true and the browser tests cannot run: {_skip_reason()}", pytrace=False)
-    pytest.skip(_skip_reason(), allow_module_level=True)
+require_browser("selenium", "PIL")
 
 from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException

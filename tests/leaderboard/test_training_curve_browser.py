@@ -7,35 +7,17 @@ and one interval bar per checkpoint, left to right by tokens, on the rung of its
 from __future__ import annotations
 
 import json
-import os
-import shutil
 
 import pytest
 
 from harness.cli import main
 
+from .browser_gate import CHROMEDRIVER, CHROMIUM, require_browser
 from .training_curve_fixtures import STEPS, TOKENS_PER_STEP, training_results
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-
-
-def _skip_reason():
-    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-        return "Debian chromium/chromium-driver not installed (apt-get install -y chromium chromium-driver)"
-    try:
-        import selenium  # noqa: F401
-    except ImportError as exc:
-        return f"browser tests need {exc.name} (pip install selenium)"
-    return None
-
-
-if _skip_reason():
-    if os.environ.get("CI") == "true":  # CI must not go green with the browser checks missing
-        pytest.fail(f"CI=true and the browser tests cannot run: {_skip_reason()}", pytrace=False)
-    pytest.skip(_skip_reason(), allow_module_level=True)
+require_browser("selenium")
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
