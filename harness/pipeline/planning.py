@@ -351,9 +351,14 @@ def _build_jobs(
 
 
 def _planned_keys(cfg: EvalConfig, ckpts: list, samples: SamplePlan, record_settings: dict[str, dict]) -> set[tuple]:
-    """The store key of every sample of the plan, for every checkpoint (done or not)."""
+    """The store key of every sample of the plan, for every checkpoint (done or not). A built
+    sample carries its own dataset hash (HELMET's: the config file of its length), which its record
+    is stored under; a runner-driven one has the task's."""
+    own = {(t.name, L, s.index): s.dataset_hash for t, L, s, _p, _n in samples.gen_items}
     return {
-        sample_key(c, t, L, i, cfg.seed, record_settings[c.fingerprint], samples.dataset_hashes[t.name])
+        sample_key(
+            c, t, L, i, cfg.seed, record_settings[c.fingerprint], own.get((t.name, L, i), samples.dataset_hashes[t.name])
+        )
         for t, L, indices in samples.groups
         for c in ckpts
         for i in indices

@@ -25,7 +25,7 @@ CELLS = {
 PAIRS = {100: (1.0, 1.0), 75: (1.0, 0.5), 50: (0.5, 0.5), 25: (0.5, 0.0), 0: (0.0, 0.0)}
 
 
-def record(task, length, ckpt, index, score, suite="toy"):
+def record(task, length, ckpt, index, score, suite="handmade"):  # a suite no test registers (toytasks registers "toy")
     return {
         "type": "sample",
         "run": "r",
@@ -58,7 +58,7 @@ def make_records(cells=CELLS, ckpts=CKPTS):
 
 
 SUITES = {
-    "toy": {
+    "handmade": {
         "tasks": ["A", "B", "C", "D"],
         "excluded": ["C"],
         "unavailable": {"D": "data not found: pass --d PATH"},
@@ -82,7 +82,7 @@ def test_hand_computed_two_tasks_two_lengths_three_checkpoints():
     recs.append(dict(recs[0], score=0.0))  # a duplicate key: the first one counts
     res = aggregate(recs, SUITES, RUN, PROV)
     assert res["schema_version"] == 2 and res["provenance"] == PROV and res["run"]["checkpoints"] == CKPTS
-    s = res["suites"]["toy"]
+    s = res["suites"]["handmade"]
     assert (
         s["evaluated"] == ["A", "B"]
         and s["excluded"] == ["C"]
@@ -127,7 +127,7 @@ def test_hand_computed_two_tasks_two_lengths_three_checkpoints():
 
 def test_one_checkpoint_has_zero_std():
     res = aggregate(make_records(), SUITES, dict(RUN, checkpoints=CKPTS[:1]), PROV)
-    s = res["suites"]["toy"]
+    s = res["suites"]["handmade"]
     close(s["per_length"]["4096"], 87.5, 0.0, 87.5, 87.5, n=1)
     close(s["summary"]["avg"], 62.5, 0.0, 62.5, 62.5, n=1)
 
@@ -135,7 +135,7 @@ def test_one_checkpoint_has_zero_std():
 def test_partial_checkpoint_leaves_suite_average_not_task_set():
     cells = dict(CELLS)
     cells[("B", 8192)] = (25, 50, None)  # checkpoint 30 was killed before B at 8K
-    s = aggregate(make_records(cells), SUITES, RUN, PROV)["suites"]["toy"]
+    s = aggregate(make_records(cells), SUITES, RUN, PROV)["suites"]["handmade"]
     assert s["per_task"]["B"]["8192"]["n"] == 2 and s["per_task"]["A"]["8192"]["n"] == 3
     l8 = s["per_length"]["8192"]
     assert l8["per_step"] == {"10": 37.5, "20": 37.5} and l8["n"] == 2 and l8["tasks_covered"] == 2
@@ -144,7 +144,7 @@ def test_partial_checkpoint_leaves_suite_average_not_task_set():
 
 def test_missing_length_leaves_averages_absent_never_zero():
     cells = {k: v for k, v in CELLS.items() if k[1] == 4096}
-    s = aggregate(make_records(cells), SUITES, RUN, PROV)["suites"]["toy"]
+    s = aggregate(make_records(cells), SUITES, RUN, PROV)["suites"]["handmade"]
     assert "8192" not in s["per_length"] and "8192" not in s["per_task"]["A"]
     assert not {"avg", "wavg_inc", "wavg_dec"} & set(s["summary"])
     assert (s["summary"]["lengths_covered"], s["summary"]["lengths_total"]) == (1, 2)
@@ -154,7 +154,7 @@ def test_missing_length_leaves_averages_absent_never_zero():
 def test_task_covered_at_one_length_only():
     cells = dict(CELLS)
     del cells[("B", 8192)]
-    s = aggregate(make_records(cells), SUITES, RUN, PROV)["suites"]["toy"]
+    s = aggregate(make_records(cells), SUITES, RUN, PROV)["suites"]["handmade"]
     assert s["per_length"]["4096"]["tasks_covered"] == 2 and s["per_length"]["8192"]["tasks_covered"] == 1
     assert s["per_length"]["8192"]["per_step"] == {"10": 50, "20": 25, "30": 0}
     assert s["summary"]["tasks_covered"] == 1
@@ -162,8 +162,8 @@ def test_task_covered_at_one_length_only():
 
 
 def test_categories():
-    suites = {"toy": dict(SUITES["toy"], categories={"first": ["A", "C"], "both": ["A", "B"]})}
-    cats = aggregate(make_records(), suites, RUN, PROV)["suites"]["toy"]["categories"]
+    suites = {"handmade": dict(SUITES["handmade"], categories={"first": ["A", "C"], "both": ["A", "B"]})}
+    cats = aggregate(make_records(), suites, RUN, PROV)["suites"]["handmade"]["categories"]
     close(cats["first"]["4096"], 75, 25, 50, 100)
     assert (cats["first"]["4096"]["tasks_covered"], cats["first"]["4096"]["tasks_total"]) == (1, 2)
     assert cats["both"]["8192"]["per_step"] == {"10": 37.5, "20": 37.5, "30": 0}
@@ -193,11 +193,11 @@ def test_effective_length_skips_unevaluated_lengths():
 
 def test_threshold_and_hub_labels():
     res = aggregate(make_records(), SUITES, RUN, PROV, threshold=70)
-    assert res["suites"]["toy"]["summary"]["effective_length"]["label"] == "4K"
-    assert apply_threshold(res, 20)["suites"]["toy"]["summary"]["effective_length"]["label"] == "8K"
+    assert res["suites"]["handmade"]["summary"]["effective_length"]["label"] == "4K"
+    assert apply_threshold(res, 20)["suites"]["handmade"]["summary"]["effective_length"]["label"] == "8K"
     hub = [dict(c, step=None, path=f"org/m{i}") for i, c in enumerate(CKPTS)]
     recs = make_records(ckpts=hub)
-    s = aggregate(recs, SUITES, dict(RUN, checkpoints=hub), PROV)["suites"]["toy"]
+    s = aggregate(recs, SUITES, dict(RUN, checkpoints=hub), PROV)["suites"]["handmade"]
     assert s["per_task"]["A"]["4096"]["per_step"] == {"org/m0": 100, "org/m1": 50, "org/m2": 75}
 
 
@@ -207,7 +207,7 @@ def test_checkpoints_from_records_when_run_has_none():
     recs += [record("A", 4096, dict(CKPTS[2], fingerprint="fp30new"), i, 0.0) for i in range(2)]
     res = aggregate(recs, SUITES, {"name": "r"}, PROV)
     assert [c["fingerprint"] for c in res["run"]["checkpoints"]] == ["fp10", "fp20", "fp30new"]
-    assert res["suites"]["toy"]["per_task"]["A"]["4096"]["per_step"] == {"10": 100, "20": 50, "30": 0}
+    assert res["suites"]["handmade"]["per_task"]["A"]["4096"]["per_step"] == {"10": 100, "20": 50, "30": 0}
 
 
 def test_write_and_load_results(tmp_path):
@@ -264,7 +264,7 @@ def test_not_length_controlled_suites_have_no_effective_length():
     suites = {
         "short": {"tasks": ["mmlu"], "lengths": [0]},  # no flag: length 0 only -> not length-controlled
         "longbench": {"tasks": ["trec"], "lengths": [4096], "length_controlled": False},
-        "toy": {"tasks": ["A"], "lengths": [4096], "length_controlled": True},
+        "handmade": {"tasks": ["A"], "lengths": [4096], "length_controlled": True},
     }
     res = aggregate(recs, suites, dict(RUN, checkpoints=ckpt), PROV, threshold=50.0)
     na = {"threshold": None, "value": None, "label": "n/a"}
@@ -272,12 +272,12 @@ def test_not_length_controlled_suites_have_no_effective_length():
         assert res["suites"][name]["summary"]["effective_length"] == na
         assert res["suites"][name]["length_controlled"] is False
         assert res["suites"][name]["per_length"]  # scores are still there
-    assert res["suites"]["toy"]["summary"]["effective_length"] == {"threshold": 50.0, "value": 4096, "label": "4K"}
-    assert "length_controlled" not in res["suites"]["toy"]
+    assert res["suites"]["handmade"]["summary"]["effective_length"] == {"threshold": 50.0, "value": 4096, "label": "4K"}
+    assert "length_controlled" not in res["suites"]["handmade"]
     again = apply_threshold(res, 10.0)
     assert again["suites"]["short"]["summary"]["effective_length"] == na
     assert again["suites"]["longbench"]["summary"]["effective_length"] == na
-    assert again["suites"]["toy"]["summary"]["effective_length"]["threshold"] == 10.0
+    assert again["suites"]["handmade"]["summary"]["effective_length"]["threshold"] == 10.0
 
 
 def test_unavailable_lengths_pass_through_and_show_in_table():
@@ -287,13 +287,13 @@ def test_unavailable_lengths_pass_through_and_show_in_table():
     recs = [record("A", 4096, ckpt[0], 0, 1.0)]
     gaps = {"A": {"8192": "no perplexity document has 8192 tokens"}}
     suites = {
-        "toy": {"tasks": ["A"], "lengths": [4096, 8192], "unavailable_lengths": gaps},
+        "handmade": {"tasks": ["A"], "lengths": [4096, 8192], "unavailable_lengths": gaps},
         "short": {"tasks": ["mmlu"], "lengths": [0]},
     }
     res = aggregate(
         recs + [record("mmlu", 0, ckpt[0], 0, 1.0, suite="short")], suites, dict(RUN, checkpoints=ckpt), PROV
     )
-    assert res["suites"]["toy"]["unavailable_lengths"] == gaps
+    assert res["suites"]["handmade"]["unavailable_lengths"] == gaps
     table = format_table(res)
     assert "unavailable: A at 8K (no perplexity document has 8192 tokens)" in table
     short_block = table[table.index("\nshort") :]

@@ -125,7 +125,7 @@ def test_report_reaggregates_a_store(tmp_path, capsys):
     store.append(make_records())
     assert main(["report", str(tmp_path / "r")]) == 0  # no results.json: the store is read
     out = capsys.readouterr().out
-    expected = aggregate(make_records(), {"toy": {"tasks": ["A", "B"], "lengths": [4096, 8192]}}, RUN, PROV)
+    expected = aggregate(make_records(), {"handmade": {"tasks": ["A", "B"], "lengths": [4096, 8192]}}, RUN, PROV)
     row = lambda text: next(line for line in text.splitlines() if line.startswith("Average"))
     assert row(out) == row(format_table(expected))
     assert "3 checkpoints (steps 10, 20, 30)" in out
@@ -202,7 +202,7 @@ def test_report_bad_dir_and_corrupt_store_exit_2(tmp_path, capsys):
 
 def test_format_table_shows_the_intervals():
     res = aggregate(make_records({("A", 4096): (100, 50, 75)}), SUITES, RUN, PROV)
-    cell = res["suites"]["toy"]["per_task"]["A"]["4096"]
+    cell = res["suites"]["handmade"]["per_task"]["A"]["4096"]
     out = format_table(res)
     interval = f"[{cell['ci_low']:.1f}, {cell['ci_high']:.1f}]"
     rows = [line for line in out.splitlines() if line.startswith("A ")]
