@@ -357,7 +357,13 @@ def _planned_keys(cfg: EvalConfig, ckpts: list, samples: SamplePlan, record_sett
     own = {(t.name, L, s.index): s.dataset_hash for t, L, s, _p, _n in samples.gen_items}
     return {
         sample_key(
-            c, t, L, i, cfg.seed, record_settings[c.fingerprint], own.get((t.name, L, i), samples.dataset_hashes[t.name])
+            c,
+            t,
+            L,
+            i,
+            cfg.seed,
+            record_settings[c.fingerprint],
+            own.get((t.name, L, i), samples.dataset_hashes[t.name]),
         )
         for t, L, indices in samples.groups
         for c in ckpts
