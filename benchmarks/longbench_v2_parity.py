@@ -44,7 +44,10 @@ MODEL = "local-model"
 # short context; and SCALED, pred.py's fixed cap scaled down to cut the fixture: its max_len on their
 # side, our REFERENCE_CAP on ours, with a 128K context (the cut of a 128K model, nothing refitted).
 SCALED = 150
+# The untruncated variant is pred.py's 0-shot with max_len set to the context instead of 120000: at a
+# 1M context nothing of the fixture is cut (where SCALED's cap cuts it), at 200 the context cuts.
 RUNS = [("", 120000), ("", 200), ("", 64), ("", -SCALED), ("cot", 120000), ("cot", 200), ("nocontext", 120000)]
+RUNS += [("untruncated", 1048448), ("untruncated", 200)]
 # canned responses, one per item in turn (the CoT variant's first step gets a reasoning, then these)
 RESPONSES = [
     "The correct answer is (A)",
@@ -116,6 +119,7 @@ def reference_run(pred, items: list[dict], variant: str, cap: int, tokenizer_dir
     pred.maxlen_map = {MODEL: abs(cap)}
     pred.OpenAI = lambda base_url, api_key: FakeClient(list(answers), calls)
     args = types.SimpleNamespace(model=MODEL, rag=0, no_context=variant == "nocontext", cot=variant == "cot")
+    # ("untruncated": pred.py's 0-shot run, its max_len above set to the context)
     out = io.StringIO()
     with contextlib.redirect_stderr(io.StringIO()):
         pred.get_pred([dict(it) for it in items], args, out)
@@ -155,7 +159,12 @@ def our_samples(items: list[dict], variant: str, cap: int, tok) -> list:
         task = tasks[cell]
         task.set_protocol("reference")
         k = seen[cell] = seen.get(cell, -1) + 1
-        length = 0 if task.no_context else (131072 if cap in (120000, -SCALED) else cap + task.max_new_tokens)
+        if task.no_context:
+            length = 0
+        elif variant != "untruncated" and cap in (120000, -SCALED):
+            length = 131072  # a 128K model: pred.py's own cap (or SCALED's) cuts, not the context
+        else:
+            length = cap + task.max_new_tokens  # the context sets the cut
         out.append((task, task.sample(length, k, 42, tok)))
     return out
 

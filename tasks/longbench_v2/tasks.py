@@ -3,6 +3,7 @@
     harness eval --ckpts M --chat --suite longbench-v2 --longbench-v2-data DIR          (pred.py)
     harness eval --ckpts M --chat --suite longbench-v2-cot ...                          (pred.py --cot)
     harness eval --ckpts M --chat --suite longbench-v2-nocontext ...                    (pred.py --no_context)
+    harness eval --ckpts M --chat --suite longbench-v2-untruncated --max-length 1048576 ...  (no 120000 cap)
 
 Each variant is six tasks, one per (difficulty, length class) cell, so that result.py's columns
 come out exactly: the suite's categories Overall, Easy, Hard, Short, Medium, Long pool the samples
@@ -29,6 +30,13 @@ The chain of thought is pred.py's two steps: the model writes up to 1024 tokens 
 0shot_cot.txt, then answers 0shot_cot_ans.txt, which holds the question, the choices and that
 reasoning but not the document, in up to 128 tokens (Task.follow_up; the reasoning is kept in the
 record's metadata). The no-context variant asks 0shot_no_context.txt (memorisation).
+
+The untruncated variant (its own suite and headline, "LongBench v2 untruncated") asks pred.py's 0-shot
+question with the prompt cut only where the context ends (L - max_new_tokens [- template]), under
+either protocol: it is pred.py run with config/model2maxlen.json's max_len set to the model's context
+instead of 120000, which keeps the Long subset whole up to 256K, 512K or 1M (THUDM/LongBench issue 93:
+the 120000 cap cuts most of Long). A prompt still over the context is cut by pred.py's rule and its
+record says so (metadata["truncation"]["truncated"]); the 0-shot suite keeps the published cap.
 
 Differences from pred.py, on purpose: decoding is greedy (pred.py samples at temperature 0.1), and
 an empty answer scores 0 (pred.py drops the item from its results file).
@@ -62,7 +70,12 @@ REFERENCE_CAP = 120000
 from harness.models.tokenization import count_tokens
 from tasks.registry import Headline, register_suite, register_task
 
-VARIANTS = {"": "LongBench v2", "cot": "LongBench v2 CoT", "nocontext": "LongBench v2 no context"}
+VARIANTS = {
+    "": "LongBench v2",
+    "cot": "LongBench v2 CoT",
+    "nocontext": "LongBench v2 no context",
+    "untruncated": "LongBench v2 untruncated",
+}
 
 
 class LongBenchV2Task(Task):
@@ -118,8 +131,10 @@ class LongBenchV2Task(Task):
                 )
             prompt = fill(template, item, item["context"])
             if length > 0:
-                # under reference: pred.py's cap, never more than the context allows (`cap`)
-                cut = min(REFERENCE_CAP, cap) if self.protocol == "reference" else cap
+                # under reference: pred.py's cap, never more than the context allows (`cap`); the
+                # untruncated variant (and exact-length) cut only where the context ends
+                capped = self.protocol == "reference" and self.variant != "untruncated"
+                cut = min(REFERENCE_CAP, cap) if capped else cap
                 prompt, meta["truncation"] = middle_truncate(prompt, tokenizer, cut, limit=cap)
             if self.variant == "cot":  # the answer step, its $COT$ filled by follow_up
                 meta["answer_prompt"] = fill(TEMPLATE_COT_ANSWER, item)
@@ -194,8 +209,9 @@ for _variant, _label in VARIANTS.items():
     register_suite(
         suite_name(_variant),
         _names,
-        f"{_label}: 503 multiple-choice questions, Overall/Easy/Hard/Short/Medium/Long "
-        f"(--longbench-v2-data DIR offline)",
+        f"{_label}: 503 multiple-choice questions, Overall/Easy/Hard/Short/Medium/Long"
+        + (", prompts cut only at the model's context (no 120000 cap)" if _variant == "untruncated" else "")
+        + " (--longbench-v2-data DIR offline)",
         label=_label,
         # result.py's six columns, each its own number: the accuracy over its questions
         headline=Headline(

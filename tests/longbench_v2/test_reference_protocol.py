@@ -52,7 +52,7 @@ def test_a_shorter_context_brings_the_cap_down(long_item, byte_tokenizer):
 
 
 def test_chat_route_always():
-    for variant in ("", "cot_", "nocontext_"):
+    for variant in ("", "cot_", "nocontext_", "untruncated_"):
         task = get_task(f"longbench_v2_{variant}hard_long")
         assert task.protocols == ("reference", "exact-length") and task.uses_chat_template()
         assert task.fit_chat_template
@@ -65,3 +65,27 @@ def test_headline_is_result_pys_columns(suite):
     assert list(headline.groups) == ["Overall", "Easy", "Hard", "Short", "Medium", "Long"]
     assert all(len(cats) == 1 for cats in headline.groups.values())
     assert len(headline.groups["Overall"]["Overall"]) == 6 and len(headline.groups["Easy"]["Easy"]) == 3
+
+
+@pytest.mark.parametrize("protocol", ["reference", "exact-length"])
+def test_untruncated_keeps_whole_what_the_120000_cap_cuts(long_item, byte_tokenizer, protocol):
+    """THUDM/LongBench issue 93: the published cap cuts a 210,000-token item on a 256K model; the
+    untruncated suite's task (pred.py with max_len at the context) sends it whole, and cuts only an
+    item over the context, by pred.py's rule, saying so in its record."""
+    d, length_class = ITEMS[0]["difficulty"], ITEMS[0]["length"]
+    capped, whole = _task(), get_task(f"longbench_v2_untruncated_{d}_{length_class}")
+    whole.set_protocol(protocol)
+    assert capped.sample(262144, 0, 42, byte_tokenizer).metadata["truncation"]["truncated"]
+    s = whole.sample(262144, 0, 42, byte_tokenizer)
+    ids = byte_tokenizer(whole.sample(0, 0, 42, byte_tokenizer).prompt)["input_ids"]
+    assert not s.metadata["truncation"]["truncated"] and s.num_tokens == len(ids) > 200000
+    assert s.prompt == capped.sample(0, 0, 42, byte_tokenizer).prompt  # pred.py's 0-shot question
+    small = whole.sample(131072, 0, 42, byte_tokenizer)  # over a 128K context: cut at it, not at 120000
+    assert small.metadata["truncation"] == {
+        "rule": "middle",
+        "max_length": 131072 - 128,
+        "original_tokens": len(ids),
+        "truncated": True,
+        "refit_tokens": 0,
+    }
+    assert suite_headline("longbench-v2-untruncated").groups.keys() == suite_headline("longbench-v2").groups.keys()
