@@ -105,6 +105,14 @@ DATA_SOURCES: tuple[DataSource, ...] = (
         "nolima",
     ),
     DataSource(
+        "graphwalks",
+        "--graphwalks-data",
+        "HARNESS_GRAPHWALKS",
+        "DIR",
+        "openai/graphwalks' graphwalks_128k_and_shorter.parquet and/or graphwalks_256k_to_1mil.parquet",
+        "graphwalks, graphwalks-flexible",
+    ),
+    DataSource(
         "icl",
         "--icl-data",
         "HARNESS_ICL_DATA",

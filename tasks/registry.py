@@ -34,6 +34,7 @@ _FAMILY_MODULES = [
     "tasks.ppl",
     "tasks.helmet",
     "tasks.nolima",
+    "tasks.graphwalks",
     "tasks.suites",
 ]
 _loaded = False

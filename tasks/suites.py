@@ -14,6 +14,7 @@ LongBench's few-shot category is shown as "LongBench ICL", as in the paper's tab
 
 from __future__ import annotations
 
+from tasks.graphwalks import SUITE_CATEGORIES as _GRAPHWALKS_CATEGORIES
 from tasks.helmet.suite import CATEGORIES as _HELMET_CATEGORIES
 from tasks.helmet.suite import NOJUDGE_CATEGORIES as _HELMET_NOJUDGE_CATEGORIES
 from tasks.longbench.prompts import DATASETS as LONGBENCH_TASKS
@@ -28,6 +29,7 @@ PAPER_TASKS = RULER_TASKS + list(LONGBENCH_TASKS) + SHORT_TASKS
 _CATEGORIES: dict[str, dict[str, list[str]]] = {
     **_LONGBENCH_CATEGORIES,
     **_LONGBENCH_V2_CATEGORIES,
+    **_GRAPHWALKS_CATEGORIES,
     "helmet": dict(_HELMET_CATEGORIES),
     "helmet-nojudge": {c: list(ts) for c, ts in _HELMET_NOJUDGE_CATEGORIES.items()},
     "paper": {
@@ -42,8 +44,8 @@ _CATEGORIES: dict[str, dict[str, list[str]]] = {
 # Suites whose averages (suite and categories) pool samples: the mean over the samples of their tasks,
 # each task weighted by its number of samples, instead of the unweighted mean over tasks. LongBench
 # v2 splits its 503 questions into (difficulty, length) cells; its reference reports accuracy over
-# questions (result.py), not a mean over cells.
-_SAMPLE_WEIGHTED = set(_LONGBENCH_V2_CATEGORIES)
+# questions (result.py), not a mean over cells. GraphWalks' group score is lm-eval's weight_by_size.
+_SAMPLE_WEIGHTED = set(_LONGBENCH_V2_CATEGORIES) | set(_GRAPHWALKS_CATEGORIES)
 
 
 def suite_categories(name: str) -> dict[str, list[str]]:
