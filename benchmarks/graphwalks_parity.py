@@ -113,12 +113,13 @@ def reference_requests(task) -> list[tuple[str, dict]]:
 
 def our_samples(tok) -> dict[tuple[str, int], dict]:
     """(set, row) -> {task name: sample} for our f1 and flexible_f1 tasks."""
-    from tasks.graphwalks.tasks import RELEASED
+    from tasks.graphwalks.tasks import RELEASED, GraphWalksReleased
     from tasks.registry import get_task
 
     out: dict[tuple[str, int], dict] = {}
     for name in RELEASED["graphwalks"] + RELEASED["graphwalks-flexible"]:
         task = get_task(name)
+        assert isinstance(task, GraphWalksReleased)
         task.set_protocol("reference")
         for index in range(task.num_samples_with_tokenizer(LENGTH, tok)):
             s = task.sample(LENGTH, index, 0, tok)
@@ -188,7 +189,10 @@ def compare(checkout: Path, data: Path, tok) -> dict:
     gw_data.clear_cache()
     ours = our_samples(tok)
     tasks = reference_tasks(checkout, data)
-    cases, scores, mine, sizes = [], [], [], {}
+    cases: list[dict] = []
+    scores: list[dict] = []
+    mine: list[dict] = []
+    sizes: dict[str, int] = {}
     prompt_bad = score_bad = 0
     for ref_name, label in REF_TASKS.items():
         task = tasks[ref_name]
