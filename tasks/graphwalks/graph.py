@@ -3,17 +3,19 @@
 A graph is drawn to fill the model-token budget: the prompt has the released rows' shape (the
 instructions and worked examples, "Here is the graph to operate on:", the edge list, the operation,
 the closing instruction: PROMPT_HEAD, PROMPT_TAIL) and node names as in the released rows (the
-first 10 hex digits of md5 of the node's number). The length unit is one edge line. With n edges
-the graph has N = ceil(n / OUT_DEGREE) nodes, listed by source in node order, each with
-OUT_DEGREE edges (the last node with what is left) to targets drawn uniformly, repeats and self
-loops allowed, as in the released rows; the graph and the operation are drawn from (task, version,
-length, index, seed, N) / (..., n), so any subset of samples regenerates identically.
+first 10 hex digits of md5 of the node's number). The length unit is one edge line. Edges are
+listed by source in node order, OUT_DEGREE per source (the last with what is left), each to a
+target drawn uniformly, repeats and self loops allowed, as in the released rows, among a node set
+sized once from the budget (`universe`: about as many nodes as the budget holds sources). The
+edge list with n edges is the first n of one seeded stream, so a sample with one more edge only
+adds a line: tokens grow with n, and the fit lands within one edge line of the budget.
 
 The operation: parents of a node (the distinct sources of edges into it, itself excluded), or a
 BFS from a node to a depth in BFS_DEPTHS (the nodes whose shortest distance from it is exactly that
 depth, as the released instructions say: "only return the nodes that are reachable at that depth").
-Its node is drawn among those whose answer is not empty (an empty gold set scores 0 whatever the
-answer, tasks.graphwalks.grading).
+Its node is the first, in an order drawn once, whose answer is not empty (an empty gold set scores
+0 whatever the answer, tasks.graphwalks.grading); the depth is drawn once too. Everything is drawn
+from (task, version, length, index, seed), so any subset of samples regenerates identically.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ from collections import deque
 
 import numpy as np
 
+from harness.core.errors import UserError
 from tasks.ruler.fitting import Counter, sample_rng
 
 OUT_DEGREE = 4
 BFS_DEPTHS = (1, 2, 3)
 MIN_EDGES = 4 * OUT_DEGREE
-_REDRAWS = 100
+_BLOCK = 4096
 
 PROMPT_HEAD = (
     "You will be given a graph as a list of directed edges. All nodes are at least degree 1. "
@@ -57,16 +60,18 @@ def node_name(i: int) -> str:
     return hashlib.md5(str(i).encode()).hexdigest()[:10]
 
 
-def draw_targets(parts: tuple, nodes: int, attempt: int = 0) -> np.ndarray:
-    """Targets of the full N-node graph: row i holds node i's OUT_DEGREE targets."""
-    rng = np.random.default_rng(sample_rng(*parts, "graph", nodes, attempt).getrandbits(64))
-    return rng.integers(0, nodes, size=(nodes, OUT_DEGREE))
+def draw_targets(parts: tuple, universe: int, n: int) -> list[int]:
+    """The first n targets of the plan's stream, in blocks of _BLOCK drawn from (parts, block)."""
+    out: list[int] = []
+    for block in range(math.ceil(n / _BLOCK)):
+        rng = np.random.default_rng(sample_rng(*parts, "targets", universe, block).getrandbits(64))
+        out += rng.integers(0, universe, size=_BLOCK).tolist()
+    return out[:n]
 
 
-def edges_of(targets: np.ndarray, n: int) -> list[tuple[int, int]]:
-    """The first n edges, listed by source in node order."""
-    flat = targets.reshape(-1)[:n].tolist()
-    return [(j // OUT_DEGREE, t) for j, t in enumerate(flat)]
+def edges_of(targets: list[int]) -> list[tuple[int, int]]:
+    """Edges listed by source in node order, OUT_DEGREE per source."""
+    return [(j // OUT_DEGREE, t) for j, t in enumerate(targets)]
 
 
 def parents(edges: list[tuple[int, int]], node: int) -> list[int]:
@@ -91,17 +96,15 @@ def bfs_at_depth(edges: list[tuple[int, int]], start: int, depth: int) -> list[i
     return sorted(v for v, d in dist.items() if d == depth)
 
 
-def operation(kind: str, edges: list[tuple[int, int]], nodes: int, rng) -> tuple[str, list[int]] | None:
-    """(operation line, answer nodes) drawn among nodes with a non-empty answer; None when none has one."""
-    order = list(range(nodes))
-    rng.shuffle(order)
+def operation(kind: str, edges: list[tuple[int, int]], order: list[int], depth: int) -> tuple[str, list[int]] | None:
+    """(operation line, answer nodes): the first node of `order` with a non-empty answer (at
+    `depth`, else at the other depths in turn); None when none has one."""
     if kind == "parents":
         for node in order:
             found = parents(edges, node)
             if found:
                 return f"Find the parents of node {node_name(node)}.", found
         return None
-    depth = rng.choice(BFS_DEPTHS)
     for d in (depth, *[x for x in BFS_DEPTHS if x != depth]):
         for node in order:
             found = bfs_at_depth(edges, node, d)
@@ -121,31 +124,32 @@ class GraphPlan:
     min_units = MIN_EDGES
     max_units = None
 
-    def __init__(self, kind: str, parts: tuple, counter: Counter):
+    def __init__(self, kind: str, parts: tuple, counter: Counter, budget: int):
         self.kind, self.parts = kind, parts
         self._last: tuple[int, tuple[list[tuple[int, int]], str, list[int]]] | None = None
-        # tokens of one edge line, measured on a sample graph of this plan
-        sample = draw_targets(parts, 64)
-        text = "".join(f"{node_name(s)} -> {node_name(t)}\n" for s, t in edges_of(sample, 256))
+        # tokens of one edge line, measured on lines of 64 nodes drawn for this plan
+        sample = edges_of(draw_targets((*parts, "line-cost"), 64, 256))
+        text = "".join(f"{node_name(s)} -> {node_name(t)}\n" for s, t in sample)
         self.line = max(1.0, counter.pieces([text])[0] / 256)
+        # the node set: about as many nodes as the budget holds sources (fixed before any fit)
+        self.universe = max(MIN_EDGES // OUT_DEGREE, math.ceil(budget / (self.line * OUT_DEGREE)))
+        rng = sample_rng(*parts, "operation")
+        self.order = list(range(self.universe))
+        rng.shuffle(self.order)
+        self.depth = rng.choice(BFS_DEPTHS)
 
     def graph(self, n: int) -> tuple[list[tuple[int, int]], str, list[int]]:
-        """(edges, operation line, answer nodes) with n edges: redrawn (seeded) in the rare graph
-        where no node has an answer (every edge a self loop). The last one is kept: the fit renders
-        a count, then its answer is read."""
-        if self._last is not None and self._last[0] == n:
-            return self._last[1]
-        self._last = (n, self._draw(n))
+        """(edges, operation line, answer nodes) with n edges. The last one is kept: the fit
+        renders a count, then its answer is read."""
+        if self._last is None or self._last[0] != n:
+            edges = edges_of(draw_targets(self.parts, self.universe, n))
+            op = operation(self.kind, edges, self.order, self.depth)
+            if op is None:  # every edge a self loop: only conceivable in the smallest graphs
+                raise UserError(
+                    f"GraphWalks {self.kind}: no node has an answer in the {n}-edge graph; use a longer length"
+                )
+            self._last = (n, (edges, op[0], op[1]))
         return self._last[1]
-
-    def _draw(self, n: int) -> tuple[list[tuple[int, int]], str, list[int]]:
-        nodes = math.ceil(n / OUT_DEGREE)
-        for attempt in range(_REDRAWS):
-            edges = edges_of(draw_targets(self.parts, nodes, attempt), n)
-            op = operation(self.kind, edges, nodes, sample_rng(*self.parts, "operation", n, attempt))
-            if op is not None:
-                return edges, op[0], op[1]
-        raise RuntimeError(f"no {self.kind} question in {_REDRAWS} graphs of {n} edges")  # pragma: no cover
 
     def render(self, n: int) -> tuple[str, str]:
         edges, op, _ = self.graph(n)

@@ -133,7 +133,8 @@ class GraphWalksExact(GraphWalksTask):
     length_controlled: ClassVar[bool] = True
 
     def build_plan(self, length: int, index: int, seed: int, tokenizer) -> GraphPlan:
-        return GraphPlan(self.problem_type, (self.name, self.version, length, index, seed), counter_for(tokenizer))
+        parts = (self.name, self.version, length, index, seed)
+        return GraphPlan(self.problem_type, parts, counter_for(tokenizer), length - generation_budget(length))
 
     def sample(self, length: int, index: int, seed: int, tokenizer) -> Sample:
         plan = self.build_plan(length, index, seed, tokenizer)

@@ -190,8 +190,12 @@ def test_exact_length_fills_the_budget(name, length, bpe_tokenizer):
         n = s.metadata["edges"]
         plan = task.build_plan(length, index, 0, bpe_tokenizer)
         assert plan.render(n)[0] == s.prompt  # the sample is the plan's n-edge graph
-        assert counter.count(plan.render(n + 1)[0]) + s.max_new_tokens > length  # one more edge overflows
+        bigger = plan.render(n + 1)[0]
+        assert counter.count(bigger) + s.max_new_tokens > length  # one more edge overflows
         edges, op = _graph_from_prompt(s.prompt)
+        assert _graph_from_prompt(bigger)[0][:n] == edges  # it adds a line: the edge list is one stream
+        line = max(counter.count(f"{a} -> {b}\n") for a, b in edges)
+        assert length - (s.num_tokens + s.max_new_tokens) < line  # within one edge line of the budget
         assert len(edges) == n and op == s.metadata["operation"]
         assert sorted(s.references) == _brute_answer(edges, op) and s.references
 
