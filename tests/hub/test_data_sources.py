@@ -14,6 +14,7 @@ def test_rows_name_the_variables_the_loaders_read():
     from tasks import ppl
     from tasks.babilong import data as babilong
     from tasks.data import qa
+    from tasks.graphwalks import data as graphwalks
     from tasks.helmet import data as helmet
     from tasks.helmet import reference as helmet_reference
     from tasks.icl import data as icl
@@ -32,6 +33,7 @@ def test_rows_name_the_variables_the_loaders_read():
         "helmet": helmet.ENV_VAR,
         "llama2_tokenizer": helmet_reference.LLAMA2_ENV,
         "nolima": nolima.ENV_VAR,
+        "graphwalks": graphwalks.ENV_VAR,
         "icl": icl.ENV_VAR,
         "mmlu": short.MMLU_ENV,
         "hellaswag": short.HELLASWAG_ENV,
