@@ -120,7 +120,7 @@ def _write_task(task, lengths: list[int], samples: int, tokenizer, seed: int, ca
     written, the lengths that failed, each as a line). A length that cannot be built is reported
     and the others still run."""
     from harness.core.atomic import atomic_write
-    from harness.core.errors import UserError
+    from harness.core.errors import TaskUnavailable, UserError
     from harness.core.lengths import format_length
     from harness.core.progress import progress_bar
     from tasks.generate import generate_samples
@@ -132,7 +132,12 @@ def _write_task(task, lengths: list[int], samples: int, tokenizer, seed: int, ca
     own = task.task_lengths(lengths, 0, None) if task.length_controlled else lengths
     for length in [0] if task.no_context else own:
         n = samples
-        avail = task.num_samples_available(length)
+        try:
+            avail = _available(task, length, tokenizer)
+        except TaskUnavailable as exc:  # no sample at this length (rows that fit it, ppl's windows)
+            failed.append(f"{name} {format_length(length)}: {exc}")
+            print(f"failed: {name} {format_length(length)}: {exc}")
+            continue
         if avail is not None and avail < n:
             print(f"{name}: the data holds {avail} samples; writing {avail}")
             n = avail
@@ -158,3 +163,10 @@ def _write_task(task, lengths: list[int], samples: int, tokenizer, seed: int, ca
         written += len(made)
         print(f"{name} {format_length(length)}: {len(made)} samples -> {path}")
     return written, failed
+
+
+def _available(task, length: int, tokenizer) -> int | None:
+    """The samples the data holds at a length, counted with the tokenizer where the task's count
+    depends on it (as `harness eval` counts them: GraphWalks' rows that fit, ppl's windows)."""
+    counter = getattr(task, "num_samples_with_tokenizer", None)
+    return counter(length, tokenizer) if counter is not None else task.num_samples_available(length)

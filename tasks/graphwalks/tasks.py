@@ -86,7 +86,7 @@ class GraphWalksReleased(GraphWalksTask):
         if not kept:
             raise TaskUnavailable(
                 f"{self.name}: none of the {SET_LABELS[self.released_set]} set's {self.problem_type} rows fits "
-                f"{length} tokens with {self.max_new_tokens} to generate: a model with a longer context, or --max-length"
+                f"{length} tokens with {self.max_new_tokens} to generate: a longer length (a model with a longer context, or --max-length)"
             )
         return kept
 

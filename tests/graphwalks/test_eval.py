@@ -164,3 +164,16 @@ def test_tiny_llama_runs_both_protocols(long_llama_dir, tmp_path, monkeypatch):
     recs = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()[1:]]
     assert len(recs) == 2 and all(r["num_tokens"] + 512 <= 2048 for r in recs)
     assert all(r["metadata"]["protocol"].startswith("exact-length") for r in recs)
+
+
+def test_generate_writes_the_rows_that_fit(tmp_path, capsys):
+    """`harness generate` counts the rows that fit as eval does; a set with none fails its own line."""
+    out = tmp_path / "gen"
+    args = ["generate", "--suite", "graphwalks", "--lengths", str(GEN + PROMPT_ROOM), "--samples", "9"]
+    assert main([*args, "--out", str(out), "--graphwalks-data", str(FIXTURES), "--cache-dir", "none"]) == 2
+    got = capsys.readouterr()
+    assert "graphwalks_128k_bfs: the data holds" in got.out and "none of the 1M set's bfs rows fits" in got.err
+    rows = [
+        json.loads(x) for x in (out / "graphwalks_128k_parents" / f"{GEN + PROMPT_ROOM}.jsonl").read_text().splitlines()
+    ]
+    assert [r["metadata"]["row"] for r in rows] and all(r["num_tokens"] <= PROMPT_ROOM for r in rows)
