@@ -113,6 +113,14 @@ DATA_SOURCES: tuple[DataSource, ...] = (
         "graphwalks, graphwalks-flexible",
     ),
     DataSource(
+        "mrcr",
+        "--mrcr-data",
+        "HARNESS_MRCR",
+        "DIR",
+        "openai/mrcr's 2needle.parquet, 4needle.parquet and 8needle.parquet (or their <n>needle/ shards)",
+        "mrcr",
+    ),
+    DataSource(
         "icl",
         "--icl-data",
         "HARNESS_ICL_DATA",

@@ -35,6 +35,7 @@ _FAMILY_MODULES = [
     "tasks.helmet",
     "tasks.nolima",
     "tasks.graphwalks",
+    "tasks.mrcr",
     "tasks.suites",
 ]
 _loaded = False

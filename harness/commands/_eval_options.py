@@ -37,12 +37,13 @@ def add_target_options(g) -> None:
     )
     g.add_argument(
         "--protocol",
-        choices=["reference", "exact-length"],
+        choices=["reference", "exact-length", "completion"],
         default="reference",
         help="inputs of the published suites (LongBench v1/v2, HELMET, BABILong, NoLiMa): reference (default) "
         "shows the model what the reference's own pipeline shows it (items, per-length files, length unit, "
         "truncation budget, per-task chat policy, sample count), so scores stand beside published tables; "
-        "exact-length fills each length in the evaluated model's tokens, to compare across tokenizers. "
+        "exact-length fills each length in the evaluated model's tokens, to compare across tokenizers; "
+        "completion renders a chat suite's conversation as plain text for base checkpoints (MRCR). "
         "Recorded in every record and results.json",
     )
     g.add_argument(

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from harness.pipeline.reasoning import Options
 
 # The values of --protocol (EvalConfig.protocol)
-PROTOCOLS = ("reference", "exact-length")
+# "completion": a chat suite rendered as plain text for base checkpoints (MRCR)
+PROTOCOLS = ("reference", "exact-length", "completion")
 
 
 @dataclass

@@ -109,11 +109,16 @@ def strip_thinking(text: str) -> str:
 
 
 def chat_messages(sample, system_prompt: str | None) -> tuple[dict, ...]:
-    """The sample as chat turns: [system,] user = the task input[, assistant = the answer prefix]."""
+    """The sample as chat turns: [system,] user = the task input[, assistant = the answer prefix].
+    A sample whose metadata says "conversation" holds a whole conversation as its input, a JSON list
+    of {role, content} turns (MRCR's released messages): those turns stand for the user turn."""
     turns: list[dict] = []
     if system_prompt is not None:
         turns.append({"role": "system", "content": system_prompt})
-    turns.append({"role": "user", "content": sample.input})
+    if (getattr(sample, "metadata", None) or {}).get("conversation"):
+        turns += [{"role": t["role"], "content": t["content"]} for t in json.loads(sample.input)]
+    else:
+        turns.append({"role": "user", "content": sample.input})
     if sample.answer_prefix:
         turns.append({"role": "assistant", "content": sample.answer_prefix})
     return tuple(turns)
@@ -135,7 +140,9 @@ def chat_prompt(tokenizer, sample, system_prompt: str | None) -> str:
     then the answer prefix (what a server's continue_final_message produces)."""
     if not getattr(tokenizer, "chat_template", None):
         raise UserError("--chat-template given but the tokenizer has no chat template: drop the flag for base models")
-    turns = [t for t in chat_messages(sample, system_prompt) if t["role"] != "assistant"]
+    turns = list(chat_messages(sample, system_prompt))
+    if sample.answer_prefix:  # its assistant turn: the prefix follows the header as text (below)
+        turns.pop()
     import jinja2
 
     try:

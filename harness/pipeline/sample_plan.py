@@ -118,7 +118,6 @@ def plan_samples(
     builder = _SampleBuilder(cfg, tokenizer, options, min_ctx, tightest, fix, cache)
     bar = progress_bar(total=sum(map(len, task_lens.values())), desc="samples", unit="set", enabled=cfg.progress)
     for task in tasks:
-        plan.dataset_hashes[task.name] = task.dataset_hash()
         chat = _task_chat(cfg, task, tokenizer)
         for L in task_lens[task.name]:
             try:
@@ -136,6 +135,8 @@ def plan_samples(
                 else:
                     plan.gen_items += builder.items(task, L, indices, chat)
             bar.update(1)
+        # after its samples: a task whose hash covers what it saw of the tokenizer (MRCR's chat template)
+        plan.dataset_hashes[task.name] = task.dataset_hash()
     bar.close()
     return plan
 

@@ -20,6 +20,7 @@ def test_rows_name_the_variables_the_loaders_read():
     from tasks.icl import data as icl
     from tasks.longbench import data as longbench
     from tasks.longbench_v2 import data as longbench_v2
+    from tasks.mrcr import data as mrcr
     from tasks.nolima import data as nolima
     from tasks.short import data as short
 
@@ -34,6 +35,7 @@ def test_rows_name_the_variables_the_loaders_read():
         "llama2_tokenizer": helmet_reference.LLAMA2_ENV,
         "nolima": nolima.ENV_VAR,
         "graphwalks": graphwalks.ENV_VAR,
+        "mrcr": mrcr.ENV_VAR,
         "icl": icl.ENV_VAR,
         "mmlu": short.MMLU_ENV,
         "hellaswag": short.HELLASWAG_ENV,

@@ -1,0 +1,61 @@
+"""`harness eval --suite mrcr` end to end on the tiny Llama (the real hf backend), offline on the
+fixtures: the card's bins as lengths, the items left out counted, the headline per needle count."""
+
+from __future__ import annotations
+
+import json
+
+from harness.cli import main
+
+
+def _eval(ckpt, out, *extra):
+    return main(["eval", "--ckpts", str(ckpt), "--out", str(out), "--no-progress", "--cache-dir", "none", *extra])
+
+
+def _records(out):
+    return [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()[1:]]
+
+
+def test_reference_protocol_end_to_end(tiny_chat_llama, mrcr_data, stand_in_counter, tmp_path, capsys):
+    out = tmp_path / "ref"
+    args = ["--suite", "mrcr", "--chat", "--mrcr-data", str(mrcr_data), "--max-new-tokens", "4", "--max-length", "4700"]
+    assert _eval(tiny_chat_llama, out, *args) == 0
+    captured = capsys.readouterr()
+    assert "items do not fit the 4700-token window" in captured.err
+    assert "counting o200k_base tokens of 8 2needle.parquet" in captured.err
+    recs = _records(out)
+    assert {r["task"] for r in recs} == {"mrcr_2needle", "mrcr_4needle"}  # no 8-needle item fits 4700
+    for r in recs:
+        meta = r["metadata"]
+        assert r["length"] == 8192 and meta["bin"] == "[4096, 8192]" and meta["protocol"] == "reference"
+        assert r["num_tokens"] + 4096 <= 4700 and 0.0 <= r["score"] <= 1.0
+        assert meta["bin_items"] - meta["too_long"] == sum(1 for x in recs if x["task"] == r["task"])
+    assert any(r["metadata"]["too_long"] for r in recs)
+    results = json.loads((out / "results.json").read_text())
+    suite = results["suites"]["mrcr"]
+    assert suite["protocol"] == "reference"
+    assert set(suite["headline"]["groups"]) == {"2 needles", "4 needles", "8 needles"}
+    # a task none of whose items fits: listed as unavailable, with the count
+    assert suite["unavailable"] == {
+        "mrcr_8needle": "none of the 4 items of 8 needles, bin [4096, 8192] fits the 4700-token window with 4096 "
+        "to generate: a longer context or --max-length reaches it"
+    }
+    assert suite["evaluated"] == ["mrcr_2needle", "mrcr_4needle"] and suite["lengths"] == [8192]
+
+
+def test_completion_protocol_for_a_base_checkpoint(tiny_llama_dir, mrcr_data, stand_in_counter, tmp_path):
+    out = tmp_path / "base"
+    args = ["--tasks", "mrcr_8needle", "--protocol", "completion", "--mrcr-data", str(mrcr_data)]
+    assert _eval(tiny_llama_dir, out, *args, "--max-new-tokens", "4", "--samples", "2") == 0
+    recs = _records(out)
+    assert len(recs) == 2 and all(r["metadata"]["protocol"] == "completion" for r in recs)
+    assert json.loads((out / "results.json").read_text())["provenance"]["protocol"] == "completion"
+
+
+def test_reference_protocol_needs_the_chat_template(tiny_chat_llama, mrcr_data, stand_in_counter, tmp_path, capsys):
+    """Without --chat no chat template is loaded: one line says to pass it (or to use the completion
+    protocol), before any model is loaded."""
+    args = ["--tasks", "mrcr_2needle", "--mrcr-data", str(mrcr_data), "--max-new-tokens", "4"]
+    assert _eval(tiny_chat_llama, tmp_path / "x", *args) == 2
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("MRCR:")]
+    assert len(err) == 1 and "pass --chat for a chat model, or --protocol completion" in err[0]
