@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lengths", required=True, help="lengths, e.g. 4k-128k, 1k,4k,16k or 4000 (k = 1024)")
     p.add_argument(
         "--protocol",
-        choices=["reference", "exact-length"],
+        choices=["reference", "exact-length", "completion"],
         default="reference",
         help="inputs of the published suites, as `harness eval --protocol` (default reference)",
     )

@@ -59,3 +59,18 @@ def test_reference_protocol_needs_the_chat_template(tiny_chat_llama, mrcr_data, 
     assert _eval(tiny_chat_llama, tmp_path / "x", *args) == 2
     err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("MRCR:")]
     assert len(err) == 1 and "pass --chat for a chat model, or --protocol completion" in err[0]
+
+
+def test_generate_writes_the_completion_samples(bpe_tokenizer_dir, mrcr_data, stand_in_counter, tmp_path):
+    """`harness generate --protocol completion` writes one bin's samples, every item of it (no window)."""
+    out = tmp_path / "gen"
+    args = ["generate", "--tasks", "mrcr_4needle", "--protocol", "completion", "--lengths", "8k,16k"]
+    assert main([*args, "--tokenizer", str(bpe_tokenizer_dir), "--mrcr-data", str(mrcr_data), "--out", str(out)]) == 0
+    made = {
+        L: [json.loads(x) for x in (out / "mrcr_4needle" / f"{L}.jsonl").read_text().splitlines()]
+        for L in (8192, 16384)
+    }
+    assert [len(v) for v in made.values()] == [4, 2]  # the fixture's 4-needle bins under the stand-in counter
+    for s in (s for v in made.values() for s in v):  # (one fixture item opens with a system message)
+        assert s["answer_prefix"] == "\n\nAssistant:" and s["input"].startswith(("User: ", "System: "))
+        assert s["metadata"]["protocol"] == "completion" and s["metadata"]["window"] is None
