@@ -8,8 +8,9 @@ multi-turn conversation and repeat its answer after a random string.
 Three tasks, one per released file (mrcr_2needle, mrcr_4needle, mrcr_8needle). A record's length is
 the card's bin of its item (tasks.mrcr.bins: o200k_base tokens of prompt + answer), named by its
 upper edge, so the table shows the card's figure: the mean score per needle count and bin. A run
-takes every bin whose lower edge lies below the model's window (the context, or --max-length),
-or the bins --lengths names.
+takes every bin whose upper edge is within the model's window (the context, or --max-length; the
+first bin when none is), or the bins --lengths names: a bin the window cuts would keep only its
+shorter items, a score unlike the bin's.
 
 Items that do not fit the window are left out and counted: an item is kept when its prompt, as
 rendered for the model and counted with the model's tokenizer (BOS included), plus max_new_tokens
@@ -84,8 +85,8 @@ class MRCRTask(Task):
 
     def task_lengths(self, requested: list[int] | None, context: int, max_length: int | None) -> list[int]:
         self.window = max_length or context
-        if requested is None:  # the bins some of whose items can fit the window
-            return [hi for hi in bins.BINS if hi == bins.BINS[0] or hi // 2 < self.window]
+        if requested is None:  # the bins the window holds whole (a bin it cuts would keep only its shorter items)
+            return [hi for hi in bins.BINS if hi <= self.window] or [bins.BINS[0]]
         odd = [L for L in requested if L not in bins.BINS]
         if odd:
             edges = ",".join(format_length(hi) for hi in bins.BINS)

@@ -28,12 +28,13 @@ def test_suite_and_headline():
     assert head.groups["8 needles"] == {"8 needles": ["mrcr_8needle"]}
 
 
-def test_lengths_are_the_bins_below_the_window(mrcr_data):
+def test_lengths_are_the_bins_the_window_holds(mrcr_data):
     task = get_task("mrcr_2needle")
     assert task.task_lengths(None, 8192, None) == [8192]
     assert task.task_lengths(None, 131072, None) == [8192, 16384, 32768, 65536, 131072]
-    assert task.task_lengths(None, 131073, None)[-1] == 262144  # its lower edge lies below the window
-    assert task.task_lengths(None, 1 << 20, 20000) == [8192, 16384, 32768] and task.window == 20000
+    assert task.task_lengths(None, 200000, None) == [8192, 16384, 32768, 65536, 131072]  # not the cut 256K bin
+    assert task.task_lengths(None, 1 << 20, 20000) == [8192, 16384] and task.window == 20000
+    assert task.task_lengths(None, 4096, None) == [8192]  # below every bin: the first, filtered and counted
     assert task.task_lengths([16384], 4096, None) == [16384]
     with pytest.raises(UserError, match="MRCR's lengths are its card's bins"):
         task.task_lengths([10000], 131072, None)
