@@ -208,9 +208,13 @@ def our_samples(needles: int, protocol: str, tok) -> dict[int, tuple]:
 
 
 def use_stand_in_counter() -> None:
-    """Our bins counted with the references' stand-in counter (see the docstring)."""
+    """Our bins counted with the references' stand-in counter (see the docstring); the counts our
+    side keeps on disk go to a temporary cache, never beside real o200k_base counts."""
+    import os
+
     from tasks.mrcr import bins, tasks
 
+    os.environ["HARNESS_CACHE"] = tempfile.mkdtemp(prefix="mrcr-parity-cache-")
     bins.reference_counter = lambda: count
     tasks._BIN_TOKENS.clear()
     tasks._PROMPT_TOKENS.clear()

@@ -45,6 +45,7 @@ from harness.core.errors import TaskUnavailable, UserError
 from harness.core.lengths import format_length
 from tasks.base import Sample, Task
 from tasks.mrcr import bins, data
+from tasks.mrcr.counts import cached_counts
 from tasks.mrcr.grading import grade
 from tasks.mrcr.render import COMPLETION_ANSWER_PREFIX, chat_text, completion_text
 from tasks.registry import Headline, register_suite, register_task
@@ -58,12 +59,18 @@ _PROMPT_TOKENS: dict[tuple, tuple[int, ...]] = {}
 
 
 def bin_tokens(needles: int) -> tuple[int, ...]:
-    """The card's count (prompt + answer, o200k_base) of each item of the needle count's file."""
+    """The card's count (prompt + answer, o200k_base) of each item of the needle count's file, counted
+    once (tasks.mrcr.counts keeps it on disk: a later run needs neither the count nor tiktoken)."""
     key = (needles, data.items_hash(needles))
     if key not in _BIN_TOKENS:
         items = data.load_items(needles)
-        texts = [(it.messages, it.answer) for it in items]
-        _BIN_TOKENS[key] = tuple(bins.count_all(texts, bins.reference_counter(), data.file_name(needles)))
+
+        def count() -> list[int]:
+            texts = [(it.messages, it.answer) for it in items]
+            return bins.count_all(texts, bins.reference_counter(), data.file_name(needles))
+
+        stored = {"what": "bin tokens", "data": key[1], "counter": bins.ENCODING}
+        _BIN_TOKENS[key] = cached_counts(stored, len(items), count)
     return _BIN_TOKENS[key]
 
 
@@ -137,21 +144,26 @@ class MRCRTask(Task):
         key: tuple = (self.needles, data.items_hash(self.needles), self.protocol, tokenizer_fingerprint(tokenizer))
         key += (hashlib.sha256(template.encode()).hexdigest(), length)
         if key not in _PROMPT_TOKENS:
-            from harness.core.progress import progress_bar
-
             rows, items = self.bin_items(length), data.load_items(self.needles)
-            print(
-                f"MRCR: counting the model's tokens of {len(rows)} {self.needles}-needle items of bin "
-                f"{bins.bin_range(length)} (which fit the window)",
-                file=sys.stderr,
-            )
-            bar = progress_bar(total=len(rows), desc=f"{self.name} {format_length(length)} fit", unit="item")
-            counts = []
-            for row in rows:
-                counts.append(len(prompt_ids(tokenizer, self.shown(items[row].messages, tokenizer))))
-                bar.update(1)
-            bar.close()
-            _PROMPT_TOKENS[key] = tuple(counts)
+
+            def count() -> list[int]:
+                from harness.core.progress import progress_bar
+
+                print(
+                    f"MRCR: counting the model's tokens of {len(rows)} {self.needles}-needle items of bin "
+                    f"{bins.bin_range(length)} (which fit the window)",
+                    file=sys.stderr,
+                )
+                bar = progress_bar(total=len(rows), desc=f"{self.name} {format_length(length)} fit", unit="item")
+                counts = []
+                for row in rows:
+                    counts.append(len(prompt_ids(tokenizer, self.shown(items[row].messages, tokenizer))))
+                    bar.update(1)
+                bar.close()
+                return counts
+
+            stored = {"what": "prompt tokens", "data": key[1], "protocol": key[2], "tokenizer": key[3]}
+            _PROMPT_TOKENS[key] = cached_counts({**stored, "template": key[4], "bin": length}, len(rows), count)
         return _PROMPT_TOKENS[key]
 
     def kept(self, length: int, tokenizer) -> tuple[list[int], int]:

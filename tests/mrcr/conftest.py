@@ -26,11 +26,13 @@ def mrcr_data(monkeypatch):
 
 
 @pytest.fixture
-def stand_in_counter(monkeypatch):
-    """Our bins counted with the parity script's stand-in counter; the per-process counts reset."""
+def stand_in_counter(monkeypatch, tmp_path):
+    """Our bins counted with the parity script's stand-in counter; the per-process counts reset, and
+    the counts kept on disk (tasks.mrcr.counts) go to this test's own cache."""
     from benchmarks import mrcr_parity
     from tasks.mrcr import bins, tasks
 
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(bins, "reference_counter", lambda: mrcr_parity.count)
     tasks._BIN_TOKENS.clear()
     tasks._PROMPT_TOKENS.clear()
