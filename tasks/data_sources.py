@@ -121,6 +121,14 @@ DATA_SOURCES: tuple[DataSource, ...] = (
         "mrcr",
     ),
     DataSource(
+        "aa_lcr",
+        "--aa-lcr-data",
+        "HARNESS_AA_LCR",
+        "DIR",
+        "ArtificialAnalysis/AA-LCR's AA-LCR_Dataset.csv and extracted_text/AA-LCR_extracted-text.zip (or lcr/ unpacked)",
+        "aa-lcr",
+    ),
+    DataSource(
         "icl",
         "--icl-data",
         "HARNESS_ICL_DATA",

@@ -36,6 +36,7 @@ _FAMILY_MODULES = [
     "tasks.nolima",
     "tasks.graphwalks",
     "tasks.mrcr",
+    "tasks.aa_lcr",
     "tasks.suites",
 ]
 _loaded = False

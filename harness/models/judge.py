@@ -92,15 +92,16 @@ def _describe(cfg: JudgeConfig) -> dict:
     return {"base_url": _endpoint(cfg).base, "model": info["id"], "root": info["root"]}
 
 
-def judge_settings(cfg: JudgeConfig, max_tokens: int) -> dict:
-    """What identifies the judge in provenance and in each judged record's settings["judge"]."""
+def judge_settings(cfg: JudgeConfig, max_tokens: int, prompts: str = PROMPTS_SOURCE) -> dict:
+    """What identifies the judge in provenance and in each judged record's settings["judge"];
+    `prompts` names where the task's judge prompts come from (HELMET's by default)."""
     return {
         **_describe(cfg),
         "temperature": cfg.temperature,
         "top_p": cfg.top_p,
         "seed": cfg.seed,
         "max_tokens": max_tokens,
-        "prompts": PROMPTS_SOURCE,
+        "prompts": prompts,
     }
 
 

@@ -188,7 +188,7 @@ class _JobRun:
             except EndpointError as exc:  # the server went away: say what is safe
                 raise EndpointError(f"{exc}; {_stored_line(self.store, self.added)}") from None
             stats = dict(getattr(self.runner, "sample_stats", None) or {})  # (before a thinking budget's 2nd call)
-            records = self.records_of(part, raws)
+            records = self.records_of(part, raws, stats)
             for i, rec in enumerate(records):
                 if i in stats:
                     rec["compute"] = stats[i]
@@ -244,8 +244,9 @@ class _JobRun:
             min_new_tokens=int(it.sample.metadata.get("min_new_tokens", 0)),
         )
 
-    def records_of(self, part: list[WorkItem], raws: list[str]) -> list[dict]:
-        """The records of generated outputs: each scored (after a two-step task's second turn)."""
+    def records_of(self, part: list[WorkItem], raws: list[str], stats: dict | None = None) -> list[dict]:
+        """The records of generated outputs: each scored (after a two-step task's second turn).
+        `stats`: the runner's token facts by position in `part` (whether an output ran to its budget)."""
         from harness.models.runners.endpoint import EndpointError
         from harness.pipeline.reasoning import strip_thinking
         from harness.pipeline.thinking import prompt_opens_thought
@@ -273,7 +274,7 @@ class _JobRun:
                 it.sample.length,
                 it.sample.index,
                 pred,
-                it.task.score(pred, it.sample),
+                self.score(it, pred, raw, (stats or {}).get(k), facts[k]),
                 it.num_tokens,
                 it.sample.dataset_hash,
                 {
@@ -290,6 +291,19 @@ class _JobRun:
             )
             for k, (it, pred, raw) in enumerate(zip(part, preds, raws))
         ]
+
+    def score(self, it: WorkItem, pred: str, raw: str, stats: dict | None, facts: dict) -> float:
+        """The task's score of `pred`; a task that grades a cut answer apart (Task.score_cut: AA-LCR
+        grades it before its judge) is told whether the output ran to its budget, by the rule the
+        degenerate counts use (harness.core.degenerate.at_max)."""
+        grade = getattr(it.task, "score_cut", None)
+        if grade is None:
+            return it.task.score(pred, it.sample)
+        from harness.core.degenerate import at_max
+
+        meta = {"max_new_tokens": it.sample.max_new_tokens, "raw_prediction": raw, **facts}
+        probe = {"prediction": pred, "compute": stats, "metadata": meta}
+        return grade(pred, it.sample, at_max(probe, getattr(self.runner, "tokenizer", None)))
 
     def stored(self, records: list[dict]) -> None:
         """Append `records` (one batch) to the store; count them and move the bar."""
@@ -352,7 +366,7 @@ def _timed(records: list[dict], since: float, own: list[float] | None = None) ->
 def _stream_records(records_of, pending: list) -> list[dict]:
     """Records of samples a streaming runner finished, with each one's token facts (`compute`:
     prompt tokens, tokens reused from a shared prefix, new tokens); `eval_seconds` is set by _share."""
-    records = records_of([p[0] for p in pending], [p[1] for p in pending])
+    records = records_of([p[0] for p in pending], [p[1] for p in pending], {k: p[3] for k, p in enumerate(pending)})
     for rec, (_, _, _, stats) in zip(records, pending):
         if stats:
             rec["compute"] = stats

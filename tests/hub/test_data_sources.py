@@ -12,6 +12,7 @@ from tasks.data_sources import DATA_SOURCES, source
 
 def test_rows_name_the_variables_the_loaders_read():
     from tasks import ppl
+    from tasks.aa_lcr import data as aa_lcr
     from tasks.babilong import data as babilong
     from tasks.data import qa
     from tasks.graphwalks import data as graphwalks
@@ -36,6 +37,7 @@ def test_rows_name_the_variables_the_loaders_read():
         "nolima": nolima.ENV_VAR,
         "graphwalks": graphwalks.ENV_VAR,
         "mrcr": mrcr.ENV_VAR,
+        "aa_lcr": aa_lcr.ENV_VAR,
         "icl": icl.ENV_VAR,
         "mmlu": short.MMLU_ENV,
         "hellaswag": short.HELLASWAG_ENV,
