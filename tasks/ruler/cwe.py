@@ -13,6 +13,7 @@ with the lowercase words of the essays instead (recorded in the dataset hash and
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -38,6 +39,7 @@ def _numbered(words) -> str:
     return " ".join(f"{i + 1}. {w}" for i, w in enumerate(words))
 
 
+@functools.lru_cache(maxsize=4)  # the essays' words, read once per essays file
 def _extended_pool(essays_path) -> tuple[str, ...]:
     e = essays_mod.load_essays(essays_path)
     base = set(cwe_words())
@@ -140,9 +142,20 @@ class CweTask(RulerTask):
         # the wonderwords pool ran out before the length was filled: use the extended pool
         self._extend = True
         try:
-            return super().sample(length, index, seed, tokenizer)
+            s = super().sample(length, index, seed, tokenizer)
         finally:
             self._extend = False
+        pool = len(_extended_pool(self.essays_path))
+        if s.metadata["words"] >= pool and length - s.num_tokens - s.max_new_tokens > 0:
+            # every distinct word is in and the length is still not filled: a sample far shorter than
+            # its length would be scored as that length (at 1M with the embedded tokenizer it holds
+            # about 215K tokens), so refuse, as qa does when its documents run out
+            raise UserError(
+                f"{self.name}: length {length} needs more distinct words than its pool holds ({pool}: wonderwords "
+                f"and the essays' words; {s.num_tokens} prompt tokens with all of them); use a length of at most "
+                f"{s.num_tokens + s.max_new_tokens}"
+            )
+        return s
 
     def build_plan(self, length, index, seed, tokenizer):
         plan = super().build_plan(length, index, seed, tokenizer)

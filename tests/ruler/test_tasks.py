@@ -142,6 +142,25 @@ def test_cwe_extends_its_word_pool_when_wonderwords_run_out(bpe_tokenizer, monke
     check_references("cwe", s)
 
 
+def test_cwe_refuses_a_length_its_whole_word_pool_cannot_fill(bpe_tokenizer, monkeypatch):
+    """At 1M the embedded tokenizer's sample held every distinct word and about 215K tokens, and was
+    scored as a 1M sample; now such a length is refused, naming the length it can fill."""
+    from harness.core.errors import UserError
+    from tasks.ruler import cwe
+
+    small = tuple(cwe.cwe_words()[:200])
+    monkeypatch.setattr(cwe, "cwe_words", lambda: small)
+    monkeypatch.setattr(cwe, "_extended_pool", lambda essays_path: small + tuple(f"{w}s" for w in small))
+    task = get_task("cwe")
+    fits = task.sample(4096, 0, 42, bpe_tokenizer)  # 400 words fill 4K: a sample as before
+    assert fits.metadata["words"] < 400 and fits.num_tokens + fits.max_new_tokens <= 4096
+    with pytest.raises(UserError, match=r"cwe: length 65536 needs more distinct words than its pool holds \(400") as e:
+        task.sample(65536, 0, 42, bpe_tokenizer)
+    most = int(str(e.value).rsplit(" ", 1)[1])
+    at_most = task.sample(most, 0, 42, bpe_tokenizer)  # the length it names is one it builds
+    assert most < 65536 and at_most.num_tokens + at_most.max_new_tokens <= most
+
+
 def test_vectorised_values_match_the_reference_formats():
     import uuid
 
