@@ -115,7 +115,7 @@ def _stand_ins(nemo: Path) -> None:
     tiktoken = types.ModuleType("tiktoken")
     tiktoken.get_encoding = lambda name: StandInEncoding()  # type: ignore[attr-defined]
     datasets = types.ModuleType("datasets")
-    datasets.load_dataset = lambda *a, **k: None  # type: ignore[attr-defined]  (the rows are passed in)
+    datasets.load_dataset = lambda *a, **k: None  # type: ignore[attr-defined]
     utils = types.ModuleType("nemo_skills.utils")
     utils.get_logger_name = lambda file: "aa-lcr-parity"  # type: ignore[attr-defined]
     utils.setup_logging = lambda **kw: None  # type: ignore[attr-defined]
@@ -157,7 +157,7 @@ def load_references(nemo: Path) -> types.SimpleNamespace:
 
 def released_rows(data: Path = DATA) -> list[dict]:
     """The questions as the hub's CSV loader gives them (datasets' csv builder reads with pandas)."""
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
 
     return pd.read_csv(data / "AA-LCR_Dataset.csv").to_dict("records")
 
@@ -209,12 +209,12 @@ def our_grade(task, prediction: str, sample, reply: str, cut: bool = False) -> t
         calls.append(prompt)
         return reply
 
-    real, J.ask = J.ask, ask  # type: ignore[assignment]
+    real, J.ask = J.ask, ask
     try:
         with contextlib.redirect_stderr(io.StringIO()):  # (a malformed reply's line, once per grade)
             return task.score_cut(prediction, sample, cut), len(calls)
     finally:
-        J.ask = real  # type: ignore[assignment]
+        J.ask = real
 
 
 def unpacked(tmp: Path) -> Path:
@@ -340,7 +340,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{t['headlines_compared']} headlines ({t['headline_mismatches']} mismatches); questions ours minus "
         f"reference: {t['question_count']}"
     )
-    print(f"cut answers (ours alone): {[c['ours'] for c in out['cut']]} with {sum(c['judge_calls'] for c in out['cut'])} judge calls")
+    print(
+        f"cut answers (ours alone): {[c['ours'] for c in out['cut']]} with {sum(c['judge_calls'] for c in out['cut'])} judge calls"
+    )
     if args.write_pins:
         from harness.core.atomic import atomic_write
 

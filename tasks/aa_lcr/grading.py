@@ -37,4 +37,4 @@ def is_correct(reply: str | None) -> bool:
 def readable(reply: str) -> bool:
     """A reply that says one of the two words first (what the judge prompt asks for)."""
     text = reply.strip().upper()
-    return text.startswith("CORRECT") or text.startswith("INCORRECT")
+    return text.startswith(("CORRECT", "INCORRECT"))

@@ -46,8 +46,8 @@ from tasks.ruler.fitting import counter_for
 
 MAX_NEW_TOKENS = 4096  # ours: NeMo-Skills' tokens_to_generate is None (the server's rest of the window)
 JUDGE_MAX_TOKENS = 2048  # ours: NeMo-Skills sends none; the reply asked for is one word
-# NeMo-Skills' InferenceConfig defaults, under which its judge step runs (nemo_skills/inference/generate.py)
-JUDGE_SAMPLING = {"temperature": 0.0, "top_p": 0.95, "seed": 0}
+# NeMo-Skills' InferenceConfig defaults, under which its judge step runs (nemo_skills/inference/generate.py):
+# temperature 0, top_p 0.95, random_seed 0
 
 
 @register_task
@@ -66,7 +66,7 @@ class AALCR(Task):
     judge_max_tokens: ClassVar[int] = JUDGE_MAX_TOKENS
 
     def judge(self) -> J.JudgeConfig:
-        return dataclasses.replace(J.configured(self.name), **JUDGE_SAMPLING)
+        return dataclasses.replace(J.configured(self.name), temperature=0.0, top_p=0.95, seed=0)
 
     def judge_settings(self) -> dict:
         return J.judge_settings(self.judge(), self.judge_max_tokens, prompts=SOURCE)

@@ -23,7 +23,10 @@ def test_fixtures_load_as_released(aa_lcr_data):
     assert items[1].answer == "1. 2023, 1,350\\n2. 2022, 1,200"  # the CSV's text, not unescaped
     three = items[2]
     assert three.filenames[0] == "Harbour Board\u2019s Annual Report 2023.txt"  # stored as "ΓÇÖ" in the zip
-    assert "BEGIN DOCUMENT 1:\nThe harbour board's report lists 3 new cranes and {braces} kept as text.\nEND DOCUMENT 1" in three.prompt
+    assert (
+        "BEGIN DOCUMENT 1:\nThe harbour board's report lists 3 new cranes and {braces} kept as text.\nEND DOCUMENT 1"
+        in three.prompt
+    )
     assert "Staff: 1,350.\n" in items[0].prompt and "\r" not in items[0].prompt  # Windows line ends read as text mode
     assert three.prompt.endswith("START QUESTION\n\n" + three.question + "\n\nEND QUESTION\n")
 
@@ -81,7 +84,9 @@ def test_grading_before_the_judge():
     assert grading.before_judge(" \n\t", False) == grading.EMPTY
     assert grading.before_judge("110", True) == grading.CUT
     assert grading.before_judge("110", False) is None
-    assert [grading.is_correct(r) for r in ("CORRECT", " correct.\n", "CORRECTLY", "INCORRECT", "**CORRECT**", None)] == [
+    assert [
+        grading.is_correct(r) for r in ("CORRECT", " correct.\n", "CORRECTLY", "INCORRECT", "**CORRECT**", None)
+    ] == [
         True,
         True,
         True,

@@ -32,7 +32,11 @@ class ScriptedRunner:
         for i, r in enumerate(requests):
             qid = next(q for q, it in ((it.question_id, it) for it in data.load_items()) if it.question in r.prompt)
             text = ANSWERS[qid]
-            self.sample_stats[i] = {"prompt_tokens": 1, "reused_tokens": 0, "new_tokens": r.max_new_tokens if text == "<cut>" else 3}
+            self.sample_stats[i] = {
+                "prompt_tokens": 1,
+                "reused_tokens": 0,
+                "new_tokens": r.max_new_tokens if text == "<cut>" else 3,
+            }
             out.append("60 respondents and a 2% levy, as the" if text == "<cut>" else text)
         return out
 
@@ -104,7 +108,9 @@ def test_another_judge_computes_new_records(llama_8k, scripted, tmp_path):
     assert len(scripted.seen) == 2 * n  # regenerated: the records' keys name the judge
     recs = _records(out)
     assert {r["settings"]["judge"]["model"] for r in recs} == {"judge-a", "judge-b"}
-    by_judge = {m: sorted(r["score"] for r in recs if r["settings"]["judge"]["model"] == m) for m in ("judge-a", "judge-b")}
+    by_judge = {
+        m: sorted(r["score"] for r in recs if r["settings"]["judge"]["model"] == m) for m in ("judge-a", "judge-b")
+    }
     assert by_judge == {"judge-a": [0.0, 0.0, 1.0, 1.0], "judge-b": [0.0, 0.0, 0.0, 0.0]}
 
 

@@ -16,7 +16,12 @@ PINS = json.loads((HERE / "parity_pins.json").read_text(encoding="utf-8"))
 def test_pinned_run_had_no_mismatch():
     t = PINS["totals"]
     assert (t["questions"], t["prompts_compared"], t["scores_compared"], t["headlines_compared"]) == (5, 35, 220, 11)
-    assert (t["prompt_mismatches"], t["score_mismatches"], t["headline_mismatches"], t["question_count"]) == (0, 0, 0, 0)
+    assert (t["prompt_mismatches"], t["score_mismatches"], t["headline_mismatches"], t["question_count"]) == (
+        0,
+        0,
+        0,
+        0,
+    )
 
 
 def test_prompts_and_grades_match_the_pins(bpe_tokenizer):
@@ -51,9 +56,9 @@ def test_pinned_grades_cover_the_pitfalls():
     for kind in ("empty", "whitespace"):
         assert by[(kind, "CORRECT")]["reference"] == 0.0 and by[(kind, "CORRECT")]["judge_calls"] == 0
     # the reference's reading: casing and trailing words pass, a leading word or markdown does not
-    assert {r: by[("answer", r)]["reference"] for r in ("correct", "Correct.", "padded", "CORRECT+words")} == dict.fromkeys(
-        ("correct", "Correct.", "padded", "CORRECT+words"), 1.0
-    )
+    assert {
+        r: by[("answer", r)]["reference"] for r in ("correct", "Correct.", "padded", "CORRECT+words")
+    } == dict.fromkeys(("correct", "Correct.", "padded", "CORRECT+words"), 1.0)
     assert {by[("answer", r)]["reference"] for r in ("INCORRECT", "incorrect", "bold", "sentence", "empty")} == {0.0}
     # a malformed reply is asked again (ATTEMPTS) before it is graded as the reference grades it
     assert by[("answer", "bold")]["judge_calls"] == 3 and by[("answer", "INCORRECT")]["judge_calls"] == 1
