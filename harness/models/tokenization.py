@@ -44,6 +44,8 @@ def load_tokenizer(name_or_path: str, fix: str = _PASS_TOKENIZER):
         # A hub name with the hub out of reach reads the hub cache only: huggingface_hub would retry
         # for ~50 s (23 lines of warnings) before saying what this says at once.
         tok = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local or unreachable is not None)
+    except KeyError as exc:  # transformers' config validation (a rope_scaling missing its keys)
+        raise UserError(config_error(name_or_path, exc)) from None
     except (OSError, ValueError) as exc:
         if unreachable is not None:
             raise UserError(
@@ -57,6 +59,16 @@ def load_tokenizer(name_or_path: str, fix: str = _PASS_TOKENIZER):
             f"tokenizer {name_or_path!r} has no fast (Rust) version; the length rule needs a fast tokenizer"
         )
     return tok
+
+
+def config_error(model: str, exc: KeyError) -> str:
+    """One line for a config.json transformers refuses with a KeyError (its RoPE validation: a
+    "llama3" rope_scaling without low_freq_factor), which would otherwise end in a traceback."""
+    what = str(exc.args[0]) if exc.args else type(exc).__name__
+    return (
+        f"{model}: its config.json is not one transformers can load ({what}): add the missing fields "
+        "or restore the model's original config.json"
+    )
 
 
 def _check_model_type(folder: str) -> None:

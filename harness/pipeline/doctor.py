@@ -121,9 +121,16 @@ def _check_context(cfg, s: _Setup) -> Check:
 
 
 def _check_rope(cfg, s: _Setup) -> Check:
+    served = s.sources[0].checkpoint.kind == "openai"
     positions = s.config.get("max_position_embeddings")
     if not isinstance(positions, int):
-        return Check("rope", SKIP, "the model's config is not readable here (a served model): positions not checked")
+        why = (
+            "the served model's config.json is not on this machine: pass --tokenizer DIR holding it to check "
+            "its trained positions and RoPE scaling"
+            if served
+            else "the model's config is not readable here"
+        )
+        return Check("rope", SKIP, f"{why}: positions not checked")
     # transformers 5 keeps rope_theta and the scaling in rope_parameters; older configs at the top
     found = s.config.get("rope_parameters")
     params: dict = found if isinstance(found, dict) else {}
@@ -131,19 +138,44 @@ def _check_rope(cfg, s: _Setup) -> Check:
     scaling = cfg.rope_scaling or s.config.get("rope_scaling") or scaled
     origin = "--rope-scaling" if cfg.rope_scaling else "config.json"
     longest = max(s.lengths) if s.lengths else s.context
+    # a served model's RoPE is the server's: only a flag it was started with can change it
+    fix = (
+        "unless the server was started with a RoPE scaling override (vLLM --hf-overrides), scores there "
+        "measure extrapolation"
+        if served
+        else "scores there measure extrapolation; pass --rope-scaling '{...}' or restore rope_scaling in config.json"
+    )
     if scaling:
         kind = scaling.get("rope_type") or scaling.get("type") if isinstance(scaling, dict) else scaling
+        reach = _scaled_reach(scaling, positions, s.config)
+        if reach is not None and longest > reach:
+            return Check(
+                "rope",
+                WARN,
+                f"lengths up to {longest} run past the {reach} positions RoPE scaling {kind} (from {origin}) "
+                f"covers: {fix}",
+            )
         return Check("rope", PASS, f"RoPE scaling {kind} (from {origin}); {positions} trained positions")
     if longest > positions and cfg.rope_theta is None:
         return Check(
             "rope",
             WARN,
             f"lengths up to {longest} run past the {positions} trained positions with no RoPE scaling "
-            "(lost in a conversion?): scores there measure extrapolation; pass --rope-scaling '{...}' "
-            "or restore rope_scaling in config.json",
+            f"(lost in a conversion?): {fix}",
         )
     theta = cfg.rope_theta or s.config.get("rope_theta") or params.get("rope_theta")
     return Check("rope", PASS, f"{positions} positions cover every length (rope_theta {theta})")
+
+
+def _scaled_reach(scaling, positions: int, config: dict) -> int | None:
+    """The positions a RoPE scaling with a factor covers: factor x the original positions (YaRN,
+    linear, dynamic), or the config's own max_position_embeddings where that is larger (Llama 3.1's
+    "llama3" type: factor 8 on 8192 originals, 131072 positions); None without a factor."""
+    if not isinstance(scaling, dict) or not isinstance(scaling.get("factor"), (int, float)):
+        return None
+    original = scaling.get("original_max_position_embeddings") or config.get("original_max_position_embeddings")
+    base = original if isinstance(original, int) else positions
+    return max(positions, int(scaling["factor"] * base))
 
 
 def _config_ids(config: dict, key: str) -> set[int]:
@@ -446,9 +478,12 @@ def _config_json(source) -> dict | None:
     from harness.models.sources.base import load_target
 
     if source.checkpoint.kind == "openai":
-        return None
-    target = load_target(source.checkpoint.path)
-    path = _model_file(target.model, "config.json") if not target.kwargs else None
+        # the server's own config is not served; the local copy its tokenizer comes from, when it
+        # holds one, says the trained positions and RoPE scaling the weights were made for
+        path = _model_file(source.local_model, "config.json")
+    else:
+        target = load_target(source.checkpoint.path)
+        path = _model_file(target.model, "config.json") if not target.kwargs else None
     if path is None:
         return None
     try:

@@ -93,6 +93,43 @@ def test_rope_scaling_lost_is_named(tiny_llama_dir, tmp_path, capsys):
     assert lines["rope"].startswith("PASS") and "linear" in lines["rope"]
 
 
+def test_rope_scaling_that_does_not_reach_the_length_is_named(tiny_llama_dir, tmp_path, capsys):
+    """A YaRN factor 4 on 8192 positions covers 32K: at 64K (a 1M card's sweep cut down) it is
+    extrapolation again; Llama 3.1's "llama3" type covers its own max_position_embeddings."""
+    m = tmp_path / "m"
+    shutil.copytree(tiny_llama_dir, m)
+    cfg = json.loads((m / "config.json").read_text())
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}
+    (m / "config.json").write_text(json.dumps({**cfg, "rope_scaling": yarn}))
+    args = ["--ckpts", str(m), "--max-model-len", "65536", "--canaries", "0"]
+    _, lines, _ = _doctor(capsys, *args, "--lengths", "64k")
+    assert lines["rope"].startswith("WARN") and "past the 32768 positions RoPE scaling yarn" in lines["rope"]
+    _, lines, _ = _doctor(capsys, *args, "--lengths", "32k")
+    assert lines["rope"].startswith("PASS") and "yarn" in lines["rope"]
+    llama3 = {"rope_type": "llama3", "factor": 2.0, "original_max_position_embeddings": 4096}
+    llama3 |= {"low_freq_factor": 1.0, "high_freq_factor": 4.0}
+    (m / "config.json").write_text(json.dumps({**cfg, "max_position_embeddings": 65536, "rope_scaling": llama3}))
+    _, lines, _ = _doctor(capsys, *args, "--lengths", "64k")
+    assert lines["rope"].startswith("PASS") and "llama3" in lines["rope"]
+
+
+def test_a_rope_scaling_transformers_refuses_is_one_line(tiny_llama_dir, tmp_path, capsys):
+    """A "llama3" rope_scaling without its frequency factors (a hand-edited config for a longer
+    context): transformers raises KeyError, which ended doctor and eval in a traceback."""
+    m = tmp_path / "m"
+    shutil.copytree(tiny_llama_dir, m)
+    cfg = json.loads((m / "config.json").read_text())
+    bad = {"rope_type": "llama3", "factor": 2.0, "original_max_position_embeddings": 4096}
+    (m / "config.json").write_text(json.dumps({**cfg, "rope_scaling": bad}))
+    code, lines, _ = _doctor(capsys, "--ckpts", str(m), "--lengths", "1k", "--canaries", "0")
+    assert code == 1 and lines["model"].startswith("FAIL") and "low_freq_factor" in lines["model"]
+    argv = ["eval", "--ckpts", str(m), "--tasks", "vt", "--lengths", "1k", "--samples", "1", "--no-progress"]
+    assert main([*argv, "--no-doctor", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: ") and "config.json is not one transformers can load" in err[-1]
+    assert "Traceback" not in "\n".join(err)
+
+
 def test_tokenizer_without_bos_and_chat_checks(tiny_llama_dir, byte_tokenizer_dir, tmp_path, capsys):
     m = tmp_path / "m"
     shutil.copytree(tiny_llama_dir, m)

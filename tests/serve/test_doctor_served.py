@@ -75,3 +75,22 @@ def test_content_filter_is_never_stored_as_an_empty_answer(tiny_llama_dir, tmp_p
     assert err.startswith("error:") and "content_filter" in err
     lines = (out / "samples.jsonl").read_text().splitlines() if (out / "samples.jsonl").exists() else []
     assert not [json.loads(x) for x in lines[1:]]  # no record
+
+
+def test_served_rope_is_checked_from_the_local_config(tiny_llama_dir, tmp_path, capsys):
+    """A server taking lengths past the trained positions (vLLM with VLLM_ALLOW_LONG_MAX_MODEL_LEN):
+    the config.json beside --tokenizer says the model was trained on 8192 positions with no scaling,
+    so 16K is extrapolation unless the server overrode RoPE; without a config.json: SKIP, naming how."""
+    import shutil
+
+    with TinyServer(str(tiny_llama_dir), max_model_len=20000) as server:
+        code, lines = _doctor(capsys, server, tiny_llama_dir, "--lengths", "16k", "--canaries", "0")
+        assert code == 0 and lines["rope"].startswith("WARN") and "8192 trained positions" in lines["rope"]
+        assert (
+            "server was started with a RoPE scaling override" in lines["rope"] and "--rope-scaling" not in lines["rope"]
+        )
+        bare = tmp_path / "tok"
+        shutil.copytree(tiny_llama_dir, bare)
+        (bare / "config.json").unlink()
+        _code, lines = _doctor(capsys, server, bare, "--lengths", "1k", "--canaries", "0")
+    assert lines["rope"].startswith("SKIP") and "--tokenizer DIR" in lines["rope"]

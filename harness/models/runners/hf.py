@@ -145,6 +145,10 @@ class HFRunner:
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(target.tokenizer, **target.tokenizer_kwargs)
             config = AutoConfig.from_pretrained(target.model, **target.kwargs)
+        except KeyError as exc:  # transformers' config validation (a rope_scaling missing its keys)
+            from harness.models.tokenization import config_error
+
+            raise UserError(config_error(self.model_path, exc)) from None
         except (OSError, ValueError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise UserError(

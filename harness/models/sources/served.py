@@ -117,6 +117,12 @@ class ServedSource(ModelSource):
     def load_tokenizer(self, light: bool = False):
         return self._tokenizer
 
+    @property
+    def local_model(self) -> str:
+        """The local folder or hub name this run reads the served model's tokenizer from (--tokenizer,
+        default --model): where its config.json can be read on this machine (harness doctor)."""
+        return self._cfg.tokenizer or self._cfg.model
+
     def context_length(self, max_model_len: int | None) -> int:
         return self._context
 
