@@ -40,8 +40,6 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
-import hashlib
-import importlib.util
 import io
 import json
 import os
@@ -53,6 +51,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.parity_kit import (
+    CountingEncoding,
+    load_file,
+    sha,
+    stand_in,
+    write_json,
+)  # after the sys.path line above
 
 DATA = ROOT / "tests" / "aa_lcr" / "fixtures"
 WINDOW = 1 << 21  # nothing of the fixtures is left out: the parity is of prompts and grades
@@ -80,26 +86,6 @@ def count(text: str) -> int:
     return len(text.encode("utf-8")) // 4 + 1
 
 
-class StandInEncoding:
-    """tiktoken's Encoding as prepare.py calls it: encode(text) -> a list of count(text) tokens."""
-
-    def encode(self, text: str, **_kw) -> list[int]:
-        return [0] * count(text)
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader, path
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def _function_from(path: Path, name: str, namespace: dict):
     """One top-level function of a source file, executed alone (its module's imports are not installed)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -112,44 +98,35 @@ def _stand_ins(nemo: Path) -> None:
     """The references' imports that are no part of the rules."""
     import dataclasses
 
-    tiktoken = types.ModuleType("tiktoken")
-    tiktoken.get_encoding = lambda name: StandInEncoding()  # type: ignore[attr-defined]
-    datasets = types.ModuleType("datasets")
-    datasets.load_dataset = lambda *a, **k: None  # type: ignore[attr-defined]
-    utils = types.ModuleType("nemo_skills.utils")
-    utils.get_logger_name = lambda file: "aa-lcr-parity"  # type: ignore[attr-defined]
-    utils.setup_logging = lambda **kw: None  # type: ignore[attr-defined]
     names = {n: getattr(dataclasses, n) for n in ("MISSING", "dataclass", "fields", "is_dataclass")}
-    utils.nested_dataclass = _function_from(nemo / "nemo_skills" / "utils.py", "nested_dataclass", names)  # type: ignore[attr-defined]
-    code = types.ModuleType("nemo_skills.code_execution.utils")
-    code.format_code_output = lambda **kw: ""  # type: ignore[attr-defined]
-    shots = types.ModuleType("nemo_skills.prompt.few_shot_examples")
-    shots.examples_map = {}  # type: ignore[attr-defined]
-    for name, module in {
-        "tiktoken": tiktoken,
-        "datasets": datasets,
-        "nemo_skills": types.ModuleType("nemo_skills"),
-        "nemo_skills.utils": utils,
-        "nemo_skills.code_execution": types.ModuleType("nemo_skills.code_execution"),
-        "nemo_skills.code_execution.utils": code,
-        "nemo_skills.prompt": types.ModuleType("nemo_skills.prompt"),
-        "nemo_skills.prompt.few_shot_examples": shots,
-        "nemo_skills.evaluation": types.ModuleType("nemo_skills.evaluation"),
-        "nemo_skills.evaluation.metrics": types.ModuleType("nemo_skills.evaluation.metrics"),
-    }.items():
-        sys.modules[name] = module
+    nested_dataclass = _function_from(nemo / "nemo_skills" / "utils.py", "nested_dataclass", names)
+    stand_in("tiktoken", get_encoding=lambda name: CountingEncoding(count))
+    stand_in("datasets", load_dataset=lambda *a, **k: None)
+    stand_in("nemo_skills")
+    stand_in(
+        "nemo_skills.utils",
+        get_logger_name=lambda file: "aa-lcr-parity",
+        setup_logging=lambda **kw: None,
+        nested_dataclass=nested_dataclass,
+    )
+    stand_in("nemo_skills.code_execution")
+    stand_in("nemo_skills.code_execution.utils", format_code_output=lambda **kw: "")
+    stand_in("nemo_skills.prompt")
+    stand_in("nemo_skills.prompt.few_shot_examples", examples_map={})
+    stand_in("nemo_skills.evaluation")
+    stand_in("nemo_skills.evaluation.metrics")
 
 
 def load_references(nemo: Path) -> types.SimpleNamespace:
     _stand_ins(nemo)
     ns = nemo / "nemo_skills"
-    _load("nemo_skills.evaluation.metrics.base", ns / "evaluation" / "metrics" / "base.py")
-    prompt_utils = _load("nemo_skills.prompt.utils", ns / "prompt" / "utils.py")
+    load_file("nemo_skills.evaluation.metrics.base", ns / "evaluation" / "metrics" / "base.py", register=True)
+    prompt_utils = load_file("nemo_skills.prompt.utils", ns / "prompt" / "utils.py", register=True)
     config_dir = str(ns / "prompt" / "config")
     return types.SimpleNamespace(
-        prepare=_load("ns_aalcr_prepare", ns / "dataset" / "aalcr" / "prepare.py"),
-        settings=_load("ns_aalcr_settings", ns / "dataset" / "aalcr" / "__init__.py"),
-        metrics=_load("ns_aalcr_metrics", ns / "evaluation" / "metrics" / "aalcr_metrics.py"),
+        prepare=load_file("ns_aalcr_prepare", ns / "dataset" / "aalcr" / "prepare.py", register=True),
+        settings=load_file("ns_aalcr_settings", ns / "dataset" / "aalcr" / "__init__.py", register=True),
+        metrics=load_file("ns_aalcr_metrics", ns / "evaluation" / "metrics" / "aalcr_metrics.py", register=True),
         question_prompt=prompt_utils.get_prompt("generic/default", config_dir=config_dir),
         judge_prompt=prompt_utils.get_prompt("judge/aalcr", config_dir=config_dir),
     )
@@ -344,9 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         f"cut answers (ours alone): {[c['ours'] for c in out['cut']]} with {sum(c['judge_calls'] for c in out['cut'])} judge calls"
     )
     if args.write_pins:
-        from harness.core.atomic import atomic_write
-
-        atomic_write(args.write_pins, json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+        write_json(args.write_pins, out)
     mismatches = t["prompt_mismatches"] + t["score_mismatches"] + t["headline_mismatches"] + abs(t["question_count"])
     return 1 if mismatches else 0
 

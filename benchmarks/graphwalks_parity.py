@@ -39,6 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.parity_kit import mismatch_status, sha, write_json  # after the sys.path line above
+
 DATA = ROOT / "tests" / "graphwalks" / "fixtures"
 TASK_DIR = Path("lm_eval") / "tasks" / "graphwalks"
 REF_TASKS = {"graphwalks_128k": "128k", "graphwalks_1M": "1m"}
@@ -70,10 +72,6 @@ CASES = {
     "two_answers": lambda g: f"Final Answer: [{EXTRA[0]}]\nWait, let me redo it.\n{_final(g)}\nDone.",
     "nested_brackets": lambda g: "Final Answer: [[" + ", ".join(g) + "]]",
 }
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def reference_tasks(checkout: Path, data: Path) -> dict:
@@ -244,12 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         result = compare(args.reference, args.data.resolve(), tok)
     print(json.dumps(result["totals"], indent=1))
     if args.write_pins:
-        from harness.core.atomic import atomic_write
-
-        pins = {"_source": _source(args.reference, args.commit), **result}
-        atomic_write(args.write_pins, json.dumps(pins, indent=1, ensure_ascii=False) + "\n")
-    t = result["totals"]
-    return 0 if t["prompt_mismatches"] == t["score_mismatches"] == t["headline_mismatches"] == 0 else 1
+        write_json(args.write_pins, {"_source": _source(args.reference, args.commit), **result})
+    return mismatch_status(result["totals"])
 
 
 if __name__ == "__main__":

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
-import importlib.util
 import io
 import json
 import sys
@@ -39,23 +37,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.parity_kit import load_file, mismatch_status, sha, write_json  # after the sys.path line above
+
 DATA = ROOT / "tests" / "longbench" / "fixtures" / "data"
 MODEL = "llama2-7b-chat-4k"  # pred.py's [INST]...[/INST] chat format: visible in the text
 CONTEXTS = (4096, 2048)  # model contexts: the reference budget comes from Task.task_lengths
 BUDGETS = (500, 128)  # explicit prompt budgets (--max-length under the reference protocol)
 CHAT_OPEN, CHAT_CLOSE = "[INST]", "[/INST]"
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def load_module(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def import_reference(ref: Path):
@@ -68,8 +56,8 @@ def import_reference(ref: Path):
         stub = types.ModuleType("llama_flash_attn_monkey_patch")
         stub.replace_llama_attn_with_flash_attn = lambda: None  # type: ignore[attr-defined]
         sys.modules["llama_flash_attn_monkey_patch"] = stub
-    pred = load_module("longbench_v1_pred", folder / "pred.py")
-    evaluate = load_module("longbench_v1_eval", folder / "eval.py")
+    pred = load_file("longbench_v1_pred", folder / "pred.py")
+    evaluate = load_file("longbench_v1_eval", folder / "eval.py")
     configs = {
         n: json.loads((folder / "config" / f"{n}.json").read_text())
         for n in ("dataset2prompt", "dataset2maxlen", "model2maxlen")
@@ -303,9 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     result = compare(args.reference.resolve(), args.data.resolve(), tok)
     report(result)
     if args.write_pins:
-        args.write_pins.write_text(json.dumps(pins(result), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        write_json(args.write_pins, pins(result))
     t = result["totals"]
-    return 0 if not any(v for k, v in t.items() if k.endswith("mismatches")) else 1
+    return mismatch_status(t)
 
 
 if __name__ == "__main__":

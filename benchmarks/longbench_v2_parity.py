@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
-import importlib.util
 import io
 import json
 import os
@@ -37,6 +35,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.parity_kit import (
+    importable,
+    load_file,
+    mismatch_status,
+    sha,
+    stand_in,
+    write_json,
+)  # after the sys.path line above
 
 DATA = ROOT / "tests" / "longbench_v2" / "fixtures" / "data.json"
 MODEL = "local-model"
@@ -67,29 +74,12 @@ def reasoning(k: int) -> str:
     return REASONING if k % 7 != 6 else ""
 
 
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def import_reference(ref: Path):
     """pred.py of the checkout's top level (v2), imported from its folder."""
     for name in ("openai", "tiktoken"):
-        try:
-            __import__(name)
-        except ImportError:
-            stub = types.ModuleType(name)
-            stub.OpenAI = None  # type: ignore[attr-defined]  # replaced by the recording client below
-            sys.modules[name] = stub
-    cwd = os.getcwd()
-    os.chdir(ref)
-    try:
-        spec = importlib.util.spec_from_file_location("longbench_v2_pred", ref / "pred.py")
-        assert spec and spec.loader
-        pred = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(pred)
-    finally:
-        os.chdir(cwd)
-    return pred
+        if not importable(name):
+            stand_in(name, OpenAI=None)  # replaced by the recording client below
+    return load_file("longbench_v2_pred", ref / "pred.py", chdir=True)
 
 
 class FakeClient:
@@ -306,8 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     result = compare(args.reference.resolve(), args.data.resolve(), args.tokenizer, tok)
     report(result)
     if args.write_pins:
-        args.write_pins.write_text(json.dumps(pins(result), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    return 0 if not any(v for k, v in result["totals"].items() if k.endswith("mismatches")) else 1
+        write_json(args.write_pins, pins(result))
+    return mismatch_status(result["totals"])
 
 
 if __name__ == "__main__":

@@ -45,8 +45,6 @@ bins [lo, hi)) and the card's text ((lo, hi], which we follow) disagree.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib.util
 import json
 import sys
 import tempfile
@@ -55,6 +53,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.parity_kit import (
+    CountingEncoding,
+    load_file,
+    mismatch_status,
+    sha,
+    stand_in,
+    write_json,
+)  # after the sys.path line above
 
 DATA = ROOT / "tests" / "mrcr" / "fixtures"
 NEEDLES = (2, 4, 8)
@@ -71,53 +78,26 @@ def count(text: str) -> int:
     return 2 * len(text.encode("utf-8"))
 
 
-class StandInEncoding:
-    """tiktoken's Encoding as the references call it: encode(text) -> a list of that many tokens."""
-
-    def encode(self, text: str, **_kw) -> list[int]:
-        return [0] * count(text)
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader, path
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _stand_ins() -> None:
     """The references' imports that are no part of the rules."""
-    tiktoken = types.ModuleType("tiktoken")
-    tiktoken.get_encoding = lambda name: StandInEncoding()  # type: ignore[attr-defined]
-    utils = types.ModuleType("nemo_skills.utils")
-    utils.get_logger_name = lambda file: "mrcr-parity"  # type: ignore[attr-defined]
-    utils.unroll_files = lambda files: list(files)  # type: ignore[attr-defined]
-    messages = types.ModuleType("evalscope.api.messages")
-    for cls in ("ChatMessage", "ChatMessageAssistant", "ChatMessageSystem", "ChatMessageUser"):
-        setattr(messages, cls, type(cls, (), {"__init__": lambda self, content: None}))
-    for name, module in {
-        "tiktoken": tiktoken,
-        "nemo_skills": types.ModuleType("nemo_skills"),
-        "nemo_skills.utils": utils,
-        "evalscope": types.ModuleType("evalscope"),
-        "evalscope.api": types.ModuleType("evalscope.api"),
-        "evalscope.api.messages": messages,
-    }.items():
-        sys.modules[name] = module
+    stand_in("tiktoken", get_encoding=lambda name: CountingEncoding(count))
+    stand_in("nemo_skills")
+    stand_in("nemo_skills.utils", get_logger_name=lambda file: "mrcr-parity", unroll_files=lambda files: list(files))
+    stand_in("evalscope")
+    stand_in("evalscope.api")
+    classes = ("ChatMessage", "ChatMessageAssistant", "ChatMessageSystem", "ChatMessageUser")
+    stand_in("evalscope.api.messages", **{c: type(c, (), {"__init__": lambda self, content: None}) for c in classes})
 
 
 def load_references(nemo: Path, lm_eval: Path, evalscope: Path) -> types.SimpleNamespace:
     _stand_ins()
     return types.SimpleNamespace(
-        prepare=_load("ns_mrcr_prepare", nemo / "nemo_skills" / "dataset" / "mrcr" / "prepare.py"),
-        evaluator=_load("ns_mrcr_evaluator", nemo / "nemo_skills" / "evaluation" / "evaluator" / "mrcr.py"),
-        lm_eval=_load("lm_eval_mrcr_utils", lm_eval / "lm_eval" / "tasks" / "mrcr" / "utils.py"),
-        evalscope=_load("evalscope_mrcr_utils", evalscope / "evalscope" / "benchmarks" / "openai_mrcr" / "utils.py"),
+        prepare=load_file("ns_mrcr_prepare", nemo / "nemo_skills" / "dataset" / "mrcr" / "prepare.py"),
+        evaluator=load_file("ns_mrcr_evaluator", nemo / "nemo_skills" / "evaluation" / "evaluator" / "mrcr.py"),
+        lm_eval=load_file("lm_eval_mrcr_utils", lm_eval / "lm_eval" / "tasks" / "mrcr" / "utils.py"),
+        evalscope=load_file(
+            "evalscope_mrcr_utils", evalscope / "evalscope" / "benchmarks" / "openai_mrcr" / "utils.py"
+        ),
     )
 
 
@@ -177,7 +157,7 @@ def nemo_scores(refs, rows: list[dict], preds: list[dict[str, str]]) -> list[dic
 
 def reference_bin(refs, row: dict) -> int:
     """evalscope's bin of a row (its record_to_sample: prompt tokens + answer tokens), as an upper edge."""
-    es, enc = refs.evalscope, StandInEncoding()
+    es, enc = refs.evalscope, CountingEncoding(count)
     total = es.get_chatml_tok_cnt(row["prompt"], enc) + es.get_token_count(row["answer"], enc)
     return es.OPENAI_MRCR_BINS[es.bin_index_for(total)][1]
 
@@ -369,10 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     result = compare(refs, args.tokenizer, args.data.resolve())
     report(result)
     if args.write_pins:
-        from harness.core.atomic import atomic_write
-
-        atomic_write(args.write_pins, json.dumps(pins(result), ensure_ascii=False, indent=1) + "\n")
-    return 0 if not any(v for k, v in result["totals"].items() if k.endswith("mismatches")) else 1
+        write_json(args.write_pins, pins(result))
+    return mismatch_status(result["totals"])
 
 
 if __name__ == "__main__":
