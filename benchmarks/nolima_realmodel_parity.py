@@ -59,12 +59,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from longbench_v2_realmodel_parity import (  # the shared server, proxy and interval
+from benchmarks.parity_kit import (  # the shared server, proxy and interval
     VLLM_PYTHON,
     BenchError,
     RecordingProxy,
     VLLMServer,
     chat_records,
+    exit_code,
+    fmt,
     log,
     paired_interval,
     short,
@@ -349,10 +351,6 @@ def summarize(rows: list[dict]) -> list[dict]:
     return out
 
 
-def fmt(x, spec: str = ".2f") -> str:
-    return "—" if x is None else format(x, spec)
-
-
 def print_tables(res: dict) -> None:
     s = res["settings"]
     print(
@@ -427,12 +425,7 @@ def run_tag(args) -> str:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        return run(args)
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return exit_code(run, parse_args(argv))
 
 
 def run(args) -> int:

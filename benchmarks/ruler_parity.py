@@ -53,6 +53,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.parity_kit import (
+    BenchError,
+    checkout_commit,
+    exit_code,
+    log,
+    read_json,
+    write_json,
+)  # after the sys.path line above
 from tasks.ruler import RULER_TASKS  # after the sys.path line above
 
 # RULER's tasks that need no downloaded QA data (qa_1/qa_2 read SQuAD and HotpotQA)
@@ -78,23 +86,8 @@ def write_manifest(path, items, ensure_ascii=True):
 '''
 
 
-class BenchError(Exception):
-    """A one-line problem with the benchmark's inputs (printed as `error: ...`, exit 2)."""
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 # ---------------------------------------------------------------------------------------------
 # Shared helpers
-
-
-def write_json(path: Path, data) -> None:
-    from harness.core.atomic import atomic_write
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 def write_if_changed(path: Path, text: str) -> None:
@@ -127,13 +120,6 @@ def claim(path: Path) -> bool:
             f.write(str(os.getpid()))
         return True
     return False
-
-
-def read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def thread_env(threads: int) -> dict:
@@ -202,14 +188,6 @@ def settings_key(args, side: str) -> dict:
 # The reference side
 
 
-def reference_commit(ref: Path) -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(ref), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-
-
 def setup_reference(args, essays_text: str) -> tuple[Path, dict, str]:
     """The working copy of the reference's scripts/ under <out>/reference/, its env; checks deps."""
     ref = Path(args.reference).resolve()
@@ -218,7 +196,7 @@ def setup_reference(args, essays_text: str) -> tuple[Path, dict, str]:
             raise BenchError(f"{ref} is not an NVIDIA/RULER checkout (no {rel}): pass --reference PATH_TO_RULER")
     work = Path(args.out).resolve() / "reference"  # absolute: the scripts run from their own folders
     scripts = work / "scripts"
-    commit = reference_commit(ref)
+    commit = checkout_commit(ref)
     stamp = work / "commit.txt"
     if not scripts.is_dir() or not stamp.exists() or stamp.read_text().strip() != commit:
         if scripts.exists():
@@ -608,11 +586,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     # `kill PID` unwinds like Ctrl-C: the running step's process group is stopped, its lock released.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    try:
-        return run(args)
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return exit_code(run, args)
 
 
 def run(args) -> int:
