@@ -52,7 +52,6 @@ paired difference (bootstrap over rows).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib
 import json
 import os
@@ -64,6 +63,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.parity_kit import BenchError, sha, write_json  # after the sys.path line above
 from tasks.babilong import released  # after the sys.path line above
 
 # A ChatML template that writes BOS itself (as Llama-2's and Mistral's do), for tokenizers without one.
@@ -74,14 +74,10 @@ CHATML = (
 SEED = 42
 
 
-class ParityError(Exception):
-    """A one-line problem with the script's inputs (printed as `error: ...`, exit 2)."""
-
-
 def load_reference(path: Path):
     """The reference's own prompt and metric modules, imported from the checkout."""
     if not (path / "babilong" / "prompts.py").is_file() or not (path / "babilong" / "metrics.py").is_file():
-        raise ParityError(f"{path} is not a checkout of booydar/babilong (no babilong/prompts.py, babilong/metrics.py)")
+        raise BenchError(f"{path} is not a checkout of booydar/babilong (no babilong/prompts.py, babilong/metrics.py)")
     sys.path.insert(0, str(path))
     return importlib.import_module("babilong.prompts"), importlib.import_module("babilong.metrics")
 
@@ -91,7 +87,7 @@ def set_dirs(data: Path) -> list[Path]:
     found = [data] if released.layout(str(data)) else []
     found += [d for d in sorted(data.iterdir()) if d.is_dir() and not found and released.layout(str(d))]
     if not found:
-        raise ParityError(f"{data} holds no released set: {released.fix()}")
+        raise BenchError(f"{data} holds no released set: {released.fix()}")
     return found
 
 
@@ -241,7 +237,7 @@ def compare(ref_prompts, ref_metrics, set_dir: Path, tokenizer, tmp: Path, pins:
             per = len(outs) // max(n, 1)
             pins.setdefault(name, {}).setdefault(task, {})[label] = {
                 "rows": len(rows),
-                "prompt_sha256": [hashlib.sha256(x.encode()).hexdigest() for x in ref_text],
+                "prompt_sha256": [sha(x) for x in ref_text],
                 "outputs": [[o for _, o, _ in outs[i * per : (i + 1) * per]] for i in range(n)],
                 "correct": [verdicts[i * per : (i + 1) * per] for i in range(n)],
             }
@@ -329,7 +325,7 @@ def model_dir(name: str, out: Path) -> Path:
     try:
         gguf = Path(name) if name.endswith(".gguf") else locate(name)
     except UserError as exc:
-        raise ParityError(
+        raise BenchError(
             f"{name} is neither a save_pretrained folder nor a .gguf file or packaged model ({exc})"
         ) from None
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -352,7 +348,7 @@ def run(cmd: list[str], env: dict, cwd: Path, log: Path) -> float:
     with open(log, "w") as f:
         rc = subprocess.run(cmd, check=False, env=env, cwd=cwd, stdout=f, stderr=subprocess.STDOUT).returncode
     if rc:
-        raise ParityError(f"{' '.join(cmd[:3])} ... failed (exit {rc}): see {log}")
+        raise BenchError(f"{' '.join(cmd[:3])} ... failed (exit {rc}): see {log}")
     return time.time() - start
 
 
@@ -473,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
             for set_dir in set_dirs(args.data.expanduser()):
                 for k, v in compare(ref_prompts, ref_metrics, set_dir, tokenizer, tmp, pins).items():
                     grand[k] = grand.get(k, 0) + v
-    except ParityError as exc:
+    except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(
@@ -482,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{grand['scores']} predictions scored: {grand['score_mismatch']} score mismatches"
     )
     if args.pin:
-        args.pin.write_text(json.dumps({"sets": pins}, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+        write_json(args.pin, {"sets": pins}, ensure_ascii=True, indent=None, sort_keys=True, separators=(",", ":"))
     mismatches = sum(grand[k] for k in ("count", "text", "ids", "chat_ids", "score_mismatch"))
     return 1 if mismatches else 0
 

@@ -30,8 +30,6 @@ tests/helmet/test_long_parity.py (LongQA / Summ) pin without the checkout.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
 import random
 import sys
@@ -45,6 +43,8 @@ sys.path.insert(0, str(ROOT))
 # the modules beside this script (its folder is sys.path's first entry when it runs)
 import helmet_parity_hub as hub
 import helmet_parity_long as long_docs
+
+from benchmarks.parity_kit import sha, write_json  # after the sys.path line above
 
 # (our task, HELMET dataset name, length) -> compared when the length's file is in the data folder
 CASES = [
@@ -184,7 +184,7 @@ def _released(hdata, model_utils, eval_alce, tok, folder: Path, icl_folder: Path
                 model_utils.tokenize(item, out, tok, length, run_.gen)  # cuts item["context"] in place
                 theirs = out["prompt_template"].format(**item)
                 ours = task.sample(length, i, SEED, tok)
-                shas.append(hashlib.sha256(theirs.encode()).hexdigest()[:24])
+                shas.append(sha(theirs)[:24])
                 if ours.prompt != theirs:
                     bad.append(i)
                     at = next((j for j, (a, b) in enumerate(zip(ours.prompt, theirs)) if a != b), None)
@@ -233,7 +233,7 @@ def main() -> int:
     a = p.parse_args()
     report = run(a.helmet.resolve(), a.data.resolve(), a.tokenizer, a.icl_data.resolve(), not a.no_hub_data)
     if a.pins:
-        a.pins.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+        write_json(a.pins, report, ensure_ascii=True, sort_keys=True)
     return 1 if report["prompt_mismatches"] or report["metric_mismatches"] else 0
 
 

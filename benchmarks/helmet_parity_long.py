@@ -28,7 +28,6 @@ load_multi_lexsum applies only when more cases than that pass its filter.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 from contextlib import contextmanager
@@ -36,6 +35,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import helmet_parity_hub as hub  # beside this module (benchmarks/ on sys.path)
+
+from benchmarks.parity_kit import sha  # the repository root is on sys.path too
 
 SEED = 42
 # (our task, HELMET's dataset name at Llama-2 budget k, what seeds its unseeded demo draw)
@@ -183,7 +184,7 @@ def _compare(hdata, model_utils, tok, name: str, dataset: str, demo_key, length:
         truncated += item["context"].endswith(TRUNCATION_POSTFIX)
         model_utils.tokenize(item, out, tok, length, run_.gen)  # cuts item["context"] in place
         theirs = out["prompt_template"].format(**item)
-        shas.append(hashlib.sha256(theirs.encode()).hexdigest()[:24])
+        shas.append(sha(theirs)[:24])
         ours = _sample(task, length, i, tok)
         if ours is None:
             bad.append(i)

@@ -44,6 +44,8 @@ from typing import Any, ClassVar
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.parity_kit import importable, stand_in, write_json  # after the sys.path line above
+
 LENGTHS = (250, 500, 1000, 2000, 4000, 8000)  # the fixture books hold ~11K tokens
 CONFIG_NAME = {250: "250", 500: "500", 1000: "1K", 2000: "2K", 4000: "4K", 8000: "8K", 16000: "16K", 32000: "32K"}
 TASKS = ("nolima", "nolima_direct")
@@ -128,13 +130,6 @@ def digest(cells: dict) -> dict:
 # --------------------------------------------------------------------------------------------
 # the reference's side
 # --------------------------------------------------------------------------------------------
-def _module(name: str, **attrs) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    mod.__dict__.update(attrs)
-    sys.modules[name] = mod
-    return mod
-
-
 def _standins() -> None:
     """Empty modules for the API providers the parity never calls; minimal jsonargparse/tenacity
     when they are not installed."""
@@ -144,30 +139,26 @@ def _standins() -> None:
             pass
 
     def _absent(name: str) -> bool:
-        try:
-            __import__(name)
-            return False
-        except ImportError:
-            return True
+        return not importable(name)
 
     if _absent("openai"):
-        _module(
+        stand_in(
             "openai", AsyncOpenAI=_Any, AsyncAzureOpenAI=_Any, RateLimitError=type("RateLimitError", (Exception,), {})
         )
     if _absent("tiktoken"):
-        _module("tiktoken", encoding_for_model=lambda *a, **k: None)
+        stand_in("tiktoken", encoding_for_model=lambda *a, **k: None)
     for name in ("vertexai", "vertexai.preview", "vertexai.preview.tokenization"):
         if name not in sys.modules and _absent(name):
-            _module(name, get_tokenizer_for_model=lambda *a, **k: None)
+            stand_in(name, get_tokenizer_for_model=lambda *a, **k: None)
     if _absent("vertexai.preview.generative_models"):
-        sys.modules["vertexai.preview"].generative_models = _module("vertexai.preview.generative_models")  # type: ignore[attr-defined]
+        sys.modules["vertexai.preview"].generative_models = stand_in("vertexai.preview.generative_models")  # type: ignore[attr-defined]
     if _absent("langchain_aws"):
-        _module("langchain_aws", ChatBedrockConverse=_Any)
+        stand_in("langchain_aws", ChatBedrockConverse=_Any)
     if _absent("google.genai"):
         google: Any = importlib.import_module("google")  # protobuf's namespace package (transformers' deps)
 
-        errors = _module("google.genai.errors", ClientError=type("ClientError", (Exception,), {}))
-        genai = _module("google.genai", Client=_Any, types=_module("google.genai.types"), errors=errors)
+        errors = stand_in("google.genai.errors", ClientError=type("ClientError", (Exception,), {}))
+        genai = stand_in("google.genai", Client=_Any, types=stand_in("google.genai.types"), errors=errors)
         google.genai = genai
     if _absent("tenacity"):
 
@@ -175,7 +166,7 @@ def _standins() -> None:
             return lambda f: f
 
         nothing = lambda *a, **k: None
-        _module(
+        stand_in(
             "tenacity",
             retry=retry,
             wait_random_exponential=nothing,
@@ -192,7 +183,7 @@ def _standins() -> None:
                 for key, value in (yaml.safe_load(Path(values).read_text()) or {}).items():
                     setattr(namespace, key, value)
 
-        _module("jsonargparse", ArgumentParser=argparse.ArgumentParser, ActionConfigFile=ActionConfigFile)
+        stand_in("jsonargparse", ArgumentParser=argparse.ArgumentParser, ActionConfigFile=ActionConfigFile)
 
 
 class _Recorder:
@@ -357,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     cells = sum(v["cells"] for t in pin.values() for v in t.values())
     print(f"{cells} cells, {total} mismatches")
     if args.write_pin:
-        Path(args.write_pin).write_text(json.dumps({"lengths": lengths, "tasks": pin}, indent=1, sort_keys=True) + "\n")
+        write_json(args.write_pin, {"lengths": lengths, "tasks": pin}, ensure_ascii=True, sort_keys=True)
     return 1 if total else 0
 
 
