@@ -52,13 +52,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.parity_kit import (
+from benchmarks.parity_kit import (  # after the sys.path line above
     CountingEncoding,
     load_file,
     sha,
     stand_in,
     write_json,
-)  # after the sys.path line above
+)
 
 DATA = ROOT / "tests" / "aa_lcr" / "fixtures"
 WINDOW = 1 << 21  # nothing of the fixtures is left out: the parity is of prompts and grades

@@ -36,14 +36,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.parity_kit import (
+from benchmarks.parity_kit import (  # after the sys.path line above
     importable,
     load_file,
     mismatch_status,
     sha,
     stand_in,
     write_json,
-)  # after the sys.path line above
+)
 
 DATA = ROOT / "tests" / "longbench_v2" / "fixtures" / "data.json"
 MODEL = "local-model"

@@ -68,10 +68,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.parity_kit import (  # after the sys.path line above
-    VLLM_PYTHON,
     BenchError,
     RecordingProxy,
     VLLMServer,
+    add_served_arguments,
+    cached_result,
     chat_records,
     checkout_commit,
     exit_code,
@@ -495,14 +496,11 @@ def parse_args(argv=None):
         choices=["greedy", "reference"],
         help="greedy: pred.py's requests at temperature 0 (ours is greedy); reference: pred.py's 0.1 left as it is",
     )
-    ap.add_argument("--max-model-len", type=int, default=8192, help="the served context (default 8192, SmolLM2's)")
-    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="the served dtype")
-    ap.add_argument("--concurrency", type=int, default=8, help="harness eval's requests in flight (default 8)")
-    ap.add_argument("--threads", type=int, default=1, help="OMP threads of the server and harness (default 1)")
-    ap.add_argument("--vllm-python", default=str(VLLM_PYTHON), help="the python of the vLLM environment")
-    ap.add_argument("--ref-site", help="a folder holding the reference's openai (and tiktoken), added to sys.path")
-    ap.add_argument("--out", default="runs/longbench-v2-realmodel-parity", help="output folder (a subfolder per run)")
-    ap.add_argument("--report", action="store_true", help="print the tables from the cache; compute nothing")
+    add_served_arguments(
+        ap,
+        "a folder holding the reference's openai (and tiktoken), added to sys.path",
+        "runs/longbench-v2-realmodel-parity",
+    )
     return ap.parse_args(argv)
 
 
@@ -519,10 +517,7 @@ def main(argv=None) -> int:
 def run(args) -> int:
     out = Path(args.out).resolve() / run_tag(args)
     if args.report:
-        cached = out / "result.json"
-        if not cached.is_file():
-            raise BenchError(f"nothing cached at {cached}: run without --report")
-        print_tables(json.loads(cached.read_text(encoding="utf-8")))
+        print_tables(cached_result(out))
         return 0
     ref = Path(args.reference).resolve()
     if not (ref / "pred.py").is_file() or not (ref / "result.py").is_file():

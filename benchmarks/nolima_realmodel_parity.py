@@ -60,10 +60,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from benchmarks.parity_kit import (  # the shared server, proxy and interval
-    VLLM_PYTHON,
     BenchError,
     RecordingProxy,
     VLLMServer,
+    add_served_arguments,
+    cached_result,
     chat_records,
     exit_code,
     fmt,
@@ -406,14 +407,9 @@ def parse_args(argv=None):
     ap.add_argument("--lengths", default="250,500,1000", help="haystack sizes, the run configs' (default 250,500,1000)")
     ap.add_argument("--books", type=int, default=1, help="fixture books (default 1)")
     ap.add_argument("--tests-per-set", type=int, default=1, help="the first N tests of each needle set (default 1)")
-    ap.add_argument("--max-model-len", type=int, default=8192, help="the served context (default 8192, SmolLM2's)")
-    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="the served dtype")
-    ap.add_argument("--concurrency", type=int, default=8, help="harness eval's requests in flight (default 8)")
-    ap.add_argument("--threads", type=int, default=1, help="OMP threads of the server and harness (default 1)")
-    ap.add_argument("--vllm-python", default=str(VLLM_PYTHON), help="the python of the vLLM environment")
-    ap.add_argument("--ref-site", help="a folder holding openai, tenacity and jsonargparse, added to sys.path")
-    ap.add_argument("--out", default="runs/nolima-realmodel-parity", help="output folder (a subfolder per run)")
-    ap.add_argument("--report", action="store_true", help="print the tables from the cache; compute nothing")
+    add_served_arguments(
+        ap, "a folder holding openai, tenacity and jsonargparse, added to sys.path", "runs/nolima-realmodel-parity"
+    )
     args = ap.parse_args(argv)
     if args.books < 1 or args.tests_per_set < 1:
         ap.error("--books and --tests-per-set must be at least 1")
@@ -432,10 +428,7 @@ def run(args) -> int:
     out = Path(args.out).resolve() / run_tag(args)
     lengths = parse_lengths(args.lengths)
     if args.report:
-        cached = out / "result.json"
-        if not cached.is_file():
-            raise BenchError(f"nothing cached at {cached}: run without --report")
-        print_tables(json.loads(cached.read_text(encoding="utf-8")))
+        print_tables(cached_result(out))
         return 0
     checkout = Path(args.reference).resolve()
     if not (checkout / "evaluation" / "run_tests.py").is_file():

@@ -11,7 +11,8 @@ write, a server that does not stop, a proxy that drops a header) lands in every 
   - the reference checkout: its commit (`checkout_commit`), a file of it imported as a module
     (`load_file`), and stand-ins for the modules it imports that are no part of what is compared
     (`stand_in`, `importable`, `CountingEncoding` for tiktoken);
-  - the served side of the real-model scripts: `vllm serve` (`VLLMServer`), an HTTP proxy that
+  - the served side of the real-model scripts: their common flags and cached result
+    (`add_served_arguments`, `cached_result`), `vllm serve` (`VLLMServer`), an HTTP proxy that
     records what each side sent (`RecordingProxy`, `chat_records`), and the paired interval of the
     score difference (`paired_interval`);
   - the side-by-side tables' cells (`sha`, `short`, `fmt`).
@@ -23,6 +24,7 @@ module; tests import it as `benchmarks.parity_kit` from the root. It imports the
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import http.client
 import http.server
@@ -183,6 +185,27 @@ class CountingEncoding:
 
 # ---------------------------------------------------------------------------------------------
 # The served side: vllm serve, and a proxy that records both sides' requests
+
+
+def add_served_arguments(ap: argparse.ArgumentParser, ref_site_help: str, out_default: str) -> None:
+    """The served scripts' common flags, last in their --help: the one server both sides talk to
+    (context, dtype, threads, its Python), our side's requests in flight, where the run goes."""
+    ap.add_argument("--max-model-len", type=int, default=8192, help="the served context (default 8192, SmolLM2's)")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="the served dtype")
+    ap.add_argument("--concurrency", type=int, default=8, help="harness eval's requests in flight (default 8)")
+    ap.add_argument("--threads", type=int, default=1, help="OMP threads of the server and harness (default 1)")
+    ap.add_argument("--vllm-python", default=str(VLLM_PYTHON), help="the python of the vLLM environment")
+    ap.add_argument("--ref-site", help=ref_site_help)
+    ap.add_argument("--out", default=out_default, help="output folder (a subfolder per run)")
+    ap.add_argument("--report", action="store_true", help="print the tables from the cache; compute nothing")
+
+
+def cached_result(out: Path) -> dict:
+    """A served run's result.json, for --report: the tables again without a server."""
+    cached = out / "result.json"
+    if not cached.is_file():
+        raise BenchError(f"nothing cached at {cached}: run without --report")
+    return json.loads(cached.read_text(encoding="utf-8"))
 
 
 def free_port() -> int:

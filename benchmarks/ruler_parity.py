@@ -53,14 +53,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.parity_kit import (
+from benchmarks.parity_kit import (  # after the sys.path line above
     BenchError,
     checkout_commit,
     exit_code,
     log,
     read_json,
     write_json,
-)  # after the sys.path line above
+)
 from tasks.ruler import RULER_TASKS  # after the sys.path line above
 
 # RULER's tasks that need no downloaded QA data (qa_1/qa_2 read SQuAD and HotpotQA)
