@@ -62,8 +62,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "benchmarks"))  # parity_kit.py beside this script, imported by name
 
-from benchmarks.parity_kit import BenchError, sha, write_json  # after the sys.path line above
+from parity_kit import BenchError, sha, write_json  # after the sys.path lines above
+
 from tasks.babilong import released  # after the sys.path line above
 
 # A ChatML template that writes BOS itself (as Llama-2's and Mistral's do), for tokenizers without one.

@@ -39,12 +39,12 @@ from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "benchmarks"))  # parity_kit.py beside this script, imported by name
 
 # the modules beside this script (its folder is sys.path's first entry when it runs)
 import helmet_parity_hub as hub
 import helmet_parity_long as long_docs
-
-from benchmarks.parity_kit import sha, write_json  # after the sys.path line above
+from parity_kit import sha, write_json  # after the sys.path lines above
 
 # (our task, HELMET dataset name, length) -> compared when the length's file is in the data folder
 CASES = [

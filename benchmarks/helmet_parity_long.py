@@ -35,8 +35,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import helmet_parity_hub as hub  # beside this module (benchmarks/ on sys.path)
-
-from benchmarks.parity_kit import sha  # the repository root is on sys.path too
+from parity_kit import sha  # beside this module too
 
 SEED = 42
 # (our task, HELMET's dataset name at Llama-2 budget k, what seeds its unseeded demo draw)

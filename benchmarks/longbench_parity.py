@@ -36,8 +36,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "benchmarks"))  # parity_kit.py beside this script, imported by name
 
-from benchmarks.parity_kit import load_file, mismatch_status, sha, write_json  # after the sys.path line above
+from parity_kit import load_file, mismatch_status, sha, write_json  # after the sys.path lines above
 
 DATA = ROOT / "tests" / "longbench" / "fixtures" / "data"
 MODEL = "llama2-7b-chat-4k"  # pred.py's [INST]...[/INST] chat format: visible in the text

@@ -67,7 +67,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from benchmarks.parity_kit import (  # after the sys.path lines above
+from parity_kit import (  # after the sys.path lines above
     BenchError,
     checkout_commit,
     exit_code,

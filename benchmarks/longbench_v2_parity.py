@@ -35,8 +35,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "benchmarks"))  # parity_kit.py beside this script, imported by name
 
-from benchmarks.parity_kit import (  # after the sys.path line above
+from parity_kit import (  # after the sys.path lines above
     importable,
     load_file,
     mismatch_status,

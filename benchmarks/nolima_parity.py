@@ -43,8 +43,9 @@ from typing import Any, ClassVar
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "benchmarks"))  # parity_kit.py beside this script, imported by name
 
-from benchmarks.parity_kit import importable, stand_in, write_json  # after the sys.path line above
+from parity_kit import importable, stand_in, write_json  # after the sys.path lines above
 
 LENGTHS = (250, 500, 1000, 2000, 4000, 8000)  # the fixture books hold ~11K tokens
 CONFIG_NAME = {250: "250", 500: "500", 1000: "1K", 2000: "2K", 4000: "4K", 8000: "8K", 16000: "16K", 32000: "32K"}

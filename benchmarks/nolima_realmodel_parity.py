@@ -59,7 +59,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from benchmarks.parity_kit import (  # the shared server, proxy and interval
+from parity_kit import (  # the shared server, proxy and interval
     BenchError,
     RecordingProxy,
     VLLMServer,

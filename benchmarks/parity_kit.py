@@ -1,6 +1,7 @@
 """The parity scripts' shared toolkit: what every benchmarks/*parity*.py needs besides its own suite.
 
-    from benchmarks.parity_kit import BenchError, load_file, stand_in, write_json, ...
+    sys.path.insert(0, str(ROOT)); sys.path.append(str(ROOT / "benchmarks"))
+    from parity_kit import BenchError, load_file, stand_in, write_json, ...
 
 A parity script runs a reference's own code beside ours and reports where the two differ. Around
 that comparison each script needs the same few things, kept here once so that a fix (an atomic
@@ -17,9 +18,11 @@ write, a server that does not stop, a proxy that drops a header) lands in every 
     score difference (`paired_interval`);
   - the side-by-side tables' cells (`sha`, `short`, `fmt`).
 
-Scripts run as `python benchmarks/X.py` put the repository root on sys.path before importing this
-module; tests import it as `benchmarks.parity_kit` from the root. It imports the project lazily
-(harness.core.atomic, harness.core.stats) so that a script's `--help` needs nothing but Python.
+It is imported by name, as the scripts beside it import each other: each script puts benchmarks/
+on sys.path (it is already there when the script runs as `python benchmarks/X.py`; tests import the
+scripts as `benchmarks.X`), so there is one module whether a script runs or a test imports it, and
+mypy, which checks benchmarks/ as top-level modules, sees it under that one name. It imports the
+project lazily (harness.core.atomic, harness.core.stats): a script's `--help` needs only Python.
 """
 
 from __future__ import annotations

@@ -52,8 +52,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "benchmarks"))  # parity_kit.py beside this script, imported by name
 
-from benchmarks.parity_kit import (  # after the sys.path line above
+from parity_kit import (  # after the sys.path lines above
     BenchError,
     checkout_commit,
     exit_code,
@@ -61,6 +62,7 @@ from benchmarks.parity_kit import (  # after the sys.path line above
     read_json,
     write_json,
 )
+
 from tasks.ruler import RULER_TASKS  # after the sys.path line above
 
 # RULER's tasks that need no downloaded QA data (qa_1/qa_2 read SQuAD and HotpotQA)
