@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.append(str(ROOT / "benchmarks"))  # parity_kit.py beside this script, imported by name
 
-from parity_kit import load_file, mismatch_status, sha, write_json  # after the sys.path lines above
+from parity_kit import load_file, mismatch_status, sha, tokenizer_folder, write_json  # after the sys.path lines above
 
 DATA = ROOT / "tests" / "longbench" / "fixtures" / "data"
 MODEL = "llama2-7b-chat-4k"  # pred.py's [INST]...[/INST] chat format: visible in the text
@@ -284,10 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from harness.models.tokenization import load_tokenizer
 
-    if args.tokenizer is None:
-        from harness.models.embedded import build_tokenizer
-
-        args.tokenizer = str(build_tokenizer(tempfile.mkdtemp(prefix="lb-parity-tok-")))
+    args.tokenizer = tokenizer_folder(args.tokenizer, "lb-parity-tok-")
     tok = load_tokenizer(args.tokenizer)
     result = compare(args.reference.resolve(), args.data.resolve(), tok)
     report(result)

@@ -43,6 +43,7 @@ from parity_kit import (  # after the sys.path lines above
     mismatch_status,
     sha,
     stand_in,
+    tokenizer_folder,
     write_json,
 )
 
@@ -289,10 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from harness.models.tokenization import load_tokenizer
 
-    if args.tokenizer is None:
-        from harness.models.embedded import build_tokenizer
-
-        args.tokenizer = str(build_tokenizer(tempfile.mkdtemp(prefix="lbv2-parity-tok-")))
+    args.tokenizer = tokenizer_folder(args.tokenizer, "lbv2-parity-tok-")
     tok = load_tokenizer(args.tokenizer)
     result = compare(args.reference.resolve(), args.data.resolve(), args.tokenizer, tok)
     report(result)

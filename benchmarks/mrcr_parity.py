@@ -61,6 +61,7 @@ from parity_kit import (  # after the sys.path lines above
     mismatch_status,
     sha,
     stand_in,
+    tokenizer_folder,
     write_json,
 )
 
@@ -342,10 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokenizer", help="tokenizer folder (default: the tests' BPE, built in a temp folder)")
     ap.add_argument("--write-pins", type=Path, help="write the references' results here (JSON)")
     args = ap.parse_args(argv)
-    if args.tokenizer is None:
-        from harness.models.embedded import build_tokenizer
-
-        args.tokenizer = str(build_tokenizer(tempfile.mkdtemp(prefix="mrcr-parity-tok-")))
+    args.tokenizer = tokenizer_folder(args.tokenizer, "mrcr-parity-tok-")
     refs = load_references(args.nemo_skills.resolve(), args.lm_eval.resolve(), args.evalscope.resolve())
     result = compare(refs, args.tokenizer, args.data.resolve())
     report(result)

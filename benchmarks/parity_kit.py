@@ -10,8 +10,9 @@ write, a server that does not stop, a proxy that drops a header) lands in every 
   - one-line errors and the exit codes (`BenchError`, `exit_code`, `mismatch_status`), a log line,
     JSON written atomically (`write_json`, the pins included) and read back leniently (`read_json`);
   - the reference checkout: its commit (`checkout_commit`), a file of it imported as a module
-    (`load_file`), and stand-ins for the modules it imports that are no part of what is compared
-    (`stand_in`, `importable`, `CountingEncoding` for tiktoken);
+    (`load_file`), stand-ins for the modules it imports that are no part of what is compared
+    (`stand_in`, `importable`, `CountingEncoding` for tiktoken), and the tests' tokenizer both
+    sides count with (`tokenizer_folder`);
   - the served side of the real-model scripts: their common flags and cached result
     (`add_served_arguments`, `cached_result`), `vllm serve` (`VLLMServer`), an HTTP proxy that
     records what each side sent (`RecordingProxy`, `chat_records`), and the paired interval of the
@@ -39,6 +40,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -125,6 +127,16 @@ def fmt(x: Any, spec: str = ".2f") -> str:
 
 # ---------------------------------------------------------------------------------------------
 # The reference checkout
+
+
+def tokenizer_folder(given: str | None, prefix: str) -> str:
+    """--tokenizer, or the tests' BPE (harness.models.embedded: deterministic, no model, no hub) built
+    in a new temp folder: the tokenizer the committed pins were made with."""
+    if given is not None:
+        return given
+    from harness.models.embedded import build_tokenizer
+
+    return str(build_tokenizer(tempfile.mkdtemp(prefix=prefix)))
 
 
 def checkout_commit(ref: Path, fallback: str = "unknown (not a git checkout)") -> str:

@@ -80,3 +80,12 @@ def test_paired_interval_streams_and_rounding():
     # rounding each item to 0.01 points first: a difference below it is no difference
     assert kit.paired_interval([0.123441], [0.12344], "t", places=2) == (0.0, 0.0)
     assert kit.paired_interval([0.123441], [0.12344], "t") != (0.0, 0.0)
+
+
+def test_the_tests_tokenizer_unless_one_is_given():
+    assert kit.tokenizer_folder("/models/smollm2", "kit-tok-") == "/models/smollm2"
+    first, second = (Path(kit.tokenizer_folder(None, "kit-tok-")) for _ in range(2))
+    assert first != second and first.name.startswith("kit-tok-")
+    files = sorted(p.name for p in first.iterdir())
+    assert files and files == sorted(p.name for p in second.iterdir())
+    assert all((first / f).read_bytes() == (second / f).read_bytes() for f in files)  # the pins' tokenizer, every time
