@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
 
@@ -85,7 +86,11 @@ def test_paired_interval_streams_and_rounding():
 def test_the_tests_tokenizer_unless_one_is_given():
     assert kit.tokenizer_folder("/models/smollm2", "kit-tok-") == "/models/smollm2"
     first, second = (Path(kit.tokenizer_folder(None, "kit-tok-")) for _ in range(2))
-    assert first != second and first.name.startswith("kit-tok-")
-    files = sorted(p.name for p in first.iterdir())
-    assert files and files == sorted(p.name for p in second.iterdir())
-    assert all((first / f).read_bytes() == (second / f).read_bytes() for f in files)  # the pins' tokenizer, every time
+    try:
+        assert first != second and first.name.startswith("kit-tok-")
+        files = sorted(p.name for p in first.iterdir())
+        assert files and files == sorted(p.name for p in second.iterdir())
+        assert all((first / f).read_bytes() == (second / f).read_bytes() for f in files)  # the pins' tokenizer
+    finally:
+        shutil.rmtree(first)
+        shutil.rmtree(second)
