@@ -183,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{seq['samples']['used'] / seq['samples']['fixed']:.2f}x")  # fmt: skip
     print(f"evaluations (samples x checkpoints, both arms): sequential {ev['sequential']} / fixed {ev['fixed']} = "
           f"{ev['sequential'] / ev['fixed']:.2f}x")  # fmt: skip
+    drawn, fixed, counts = replay_tasks_only(root, ns)
+    print(f"task cells alone, replayed on the fixed runs' samples: {drawn} / {fixed} = {drawn / fixed:.2f}x "
+          f"({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")  # fmt: skip
     if times:
         fixed_s = times["fixed A"] + times["fixed B"]
         seq_s = sum(v for k, v in times.items() if k.startswith("sequential"))
@@ -190,6 +193,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wall time: sequential {seq_s:.0f} s / fixed {fixed_s:.0f} s = {seq_s / fixed_s:.2f}x")
     (root / "savings.json").write_text(json.dumps({"summary": summary, "evaluations": ev, "times": times}, indent=2))
     return 0 if summary["contradictions"] == 0 else 1
+
+
+def replay_tasks_only(root: Path, ns: argparse.Namespace) -> tuple[int, int, dict[str, int]]:
+    """The rule replayed on the fixed runs' paired scores (the same samples, in the same draw order a
+    sequential run takes) with the task cells alone, no suite averages: (samples drawn, fixed, verdict
+    counts). What the averages cost: a decided task is drawn on while its length's average is open."""
+    from harness.core.results_file import load_results
+    from harness.pipeline.sequential_cells import Comparison, Rule, paired_units
+
+    units = paired_units(load_results(root / "fixed/A/results.json"), load_results(root / "fixed/B/results.json"))
+    rule = Rule(alpha=ns.alpha, margin=ns.margin, round_size=ns.round_size)
+    comp = Comparison(rule, {k: len(v) for k, v in units.items()}, {})
+    while comp.next_round() is not None:
+        comp.feed(units)
+    drawn, fixed = comp.used()
+    return drawn, fixed, comp.counts()
 
 
 def load_seq(root: Path) -> dict:
