@@ -105,9 +105,11 @@ def _set_protocol(value: str):
 
 
 def _without(results: dict) -> dict:
-    """The results but for what names the store (its path) and the report itself."""
+    """The results but for what names the store (its path, the time its header was written: the two
+    stores compared are written one after the other, a second apart on a loaded machine) and the
+    report itself."""
     out = {k: v for k, v in results.items() if k != "inconsistent_records"}
-    out["provenance"] = {k: v for k, v in results["provenance"].items() if k != "source"}
+    out["provenance"] = {k: v for k, v in results["provenance"].items() if k not in ("source", "created")}
     return out
 
 
