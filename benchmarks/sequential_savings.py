@@ -64,12 +64,19 @@ def run_protocols(ns: argparse.Namespace) -> dict:
     for d in (fixed, seq):
         d.mkdir(exist_ok=True)
     times = {}
-    base = _eval_args(ns, fixed / "cache")
-    times["fixed A"] = _harness([*base, "--ckpts", ns.a, *a_extra, "--out", str(fixed / "A")], fixed, fixed / "A.log")
-    times["fixed B"] = _harness([*base, "--ckpts", ns.b, *b_extra, "--out", str(fixed / "B")], fixed, fixed / "B.log")
+    if not ns.sequential_only:
+        base = _eval_args(ns, fixed / "cache")
+        times["fixed A"] = _harness(
+            [*base, "--ckpts", ns.a, *a_extra, "--out", str(fixed / "A")], fixed, fixed / "A.log"
+        )
+        times["fixed B"] = _harness(
+            [*base, "--ckpts", ns.b, *b_extra, "--out", str(fixed / "B")], fixed, fixed / "B.log"
+        )
+    elif not (fixed / "A/results.json").exists() or not (fixed / "B/results.json").exists():
+        sys.exit(f"benchmark: --sequential-only reuses the fixed runs under {fixed}: run without it first")
     seq_args = [*_eval_args(ns, seq / "cache"), "--ckpts", ns.a, *a_extra, "--out", str(seq / "A")]
     seq_args += ["--against", ns.b, "--equivalence-margin", str(ns.margin), "--alpha", str(ns.alpha)]
-    seq_args += ["--round-size", str(ns.round_size)]
+    seq_args += ["--round-size", str(ns.round_size)] + (["--hold-averages"] if ns.hold_averages else [])
     if b_extra:  # arm B's own flags: a folder evaluated once with them, then compared against
         times["sequential B (first round)"] = _harness(
             [*_eval_args(ns, seq / "cache"), "--ckpts", ns.b, *b_extra, "--out", str(seq / "B"), "--samples", "1"],
@@ -165,9 +172,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--round-size", type=int, default=25)
     p.add_argument("--out", required=True)
     p.add_argument("--compare-only", action="store_true", help="read the four runs under --out, run nothing")
+    p.add_argument(
+        "--sequential-only",
+        action="store_true",
+        help="run the sequential protocol alone, on the fixed runs under --out",
+    )
+    p.add_argument(
+        "--hold-averages", action="store_true", help="the sequential run keeps tasks drawn for their averages"
+    )
     ns = p.parse_args(argv)
     root = Path(ns.out).resolve()
-    times = {} if ns.compare_only else run_protocols(ns)["times"]
+    times = _saved_times(root, "") if ns.compare_only else run_protocols(ns)["times"]
     rows, summary = compare(root, ns.margin)
     print(
         _table(
@@ -183,32 +198,48 @@ def main(argv: list[str] | None = None) -> int:
           f"{seq['samples']['used'] / seq['samples']['fixed']:.2f}x")  # fmt: skip
     print(f"evaluations (samples x checkpoints, both arms): sequential {ev['sequential']} / fixed {ev['fixed']} = "
           f"{ev['sequential'] / ev['fixed']:.2f}x")  # fmt: skip
-    drawn, fixed, counts = replay_tasks_only(root, ns)
-    print(f"task cells alone, replayed on the fixed runs' samples: {drawn} / {fixed} = {drawn / fixed:.2f}x "
-          f"({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")  # fmt: skip
-    if times:
+    for hold in (False, True):
+        drawn, fixed, counts = replay(root, ns, hold)
+        rule = "averages held (--hold-averages)" if hold else "averages through tasks (the default)"
+        print(f"replayed on the fixed runs' samples, {rule}: {drawn} / {fixed} = {drawn / fixed:.2f}x "
+              f"({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")  # fmt: skip
+    if ns.sequential_only:  # the fixed runs' times, from the run that made them
+        times = {**_saved_times(root, "fixed "), **times}
+    if "fixed A" in times and "fixed B" in times:
         fixed_s = times["fixed A"] + times["fixed B"]
         seq_s = sum(v for k, v in times.items() if k.startswith("sequential"))
         print("wall seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in times.items()))
         print(f"wall time: sequential {seq_s:.0f} s / fixed {fixed_s:.0f} s = {seq_s / fixed_s:.2f}x")
-    (root / "savings.json").write_text(json.dumps({"summary": summary, "evaluations": ev, "times": times}, indent=2))
+    from harness.core.atomic import atomic_write
+
+    atomic_write(root / "savings.json", json.dumps({"summary": summary, "evaluations": ev, "times": times}, indent=2))
     return 0 if summary["contradictions"] == 0 else 1
 
 
-def replay_tasks_only(root: Path, ns: argparse.Namespace) -> tuple[int, int, dict[str, int]]:
-    """The rule replayed on the fixed runs' paired scores (the same samples, in the same draw order a
-    sequential run takes) with the task cells alone, no suite averages: (samples drawn, fixed, verdict
-    counts). What the averages cost: a decided task is drawn on while its length's average is open."""
+def replay(root: Path, ns: argparse.Namespace, hold: bool) -> tuple[int, int, dict[str, int]]:
+    """The rule replayed on the fixed runs' paired scores (the same samples, in the draw order a
+    sequential run takes; the suite's averages per length as cells): (samples drawn, fixed, verdict
+    counts over every cell). `hold`: averages keep their tasks drawn (--hold-averages)."""
     from harness.core.results_file import load_results
     from harness.pipeline.sequential_cells import Comparison, Rule, paired_units
 
     units = paired_units(load_results(root / "fixed/A/results.json"), load_results(root / "fixed/B/results.json"))
-    rule = Rule(alpha=ns.alpha, margin=ns.margin, round_size=ns.round_size)
-    comp = Comparison(rule, {k: len(v) for k, v in units.items()}, {})
+    rule = Rule(alpha=ns.alpha, margin=ns.margin, round_size=ns.round_size, hold_averages=hold)
+    tasks = sorted({t for t, _ in units})
+    comp = Comparison(rule, {k: len(v) for k, v in units.items()}, {"suite": tasks} if len(tasks) > 1 else {})
     while comp.next_round() is not None:
         comp.feed(units)
     drawn, fixed = comp.used()
     return drawn, fixed, comp.counts()
+
+
+def _saved_times(root: Path, prefix: str) -> dict[str, float]:
+    """The wall seconds an earlier run of this benchmark saved under --out, those named prefix*."""
+    try:
+        saved = json.loads((root / "savings.json").read_text()).get("times") or {}
+    except (OSError, ValueError):
+        return {}
+    return {k: float(v) for k, v in saved.items() if k.startswith(prefix) and isinstance(v, (int, float))}
 
 
 def load_seq(root: Path) -> dict:

@@ -240,6 +240,44 @@ def family_errors(outcomes: dict[str, Outcome]) -> np.ndarray:
     return np.any([np.isin(o.verdicts, DECIDED) for o in outcomes.values()], axis=0)
 
 
+def _members(outcomes: dict[str, Outcome], average: str) -> list[Outcome]:
+    length = average.split("@", 1)[1]
+    return [o for name, o in outcomes.items() if name.startswith("task") and name.endswith("@" + length)]
+
+
+def through_task_errors(outcomes: dict[str, Outcome]) -> np.ndarray:
+    """(sims,) an event that contains every false decision of the default rule (averages drawn
+    through their tasks, harness.pipeline.sequential_cells), from each cell's own outcome:
+
+    - a task cell decides as it does alone (its draws and sequence do not depend on the average);
+    - an average's own sequence sees only the samples every task drew, so it looks at most up to its
+      first task's stop: it errs only if its first verdict is better/worse at or before that;
+    - the interval read from its tasks (the mean of their bounds) lies above 0 only if some task's
+      low end does, which that task's own verdict has then already said (a false "better"); below
+      0 likewise. Intersecting it with the average's own sequence only narrows that one, so the
+      average stops no later than its own sequence would.
+
+    So the rule's family error rate is at most this event's: showing the event below alpha shows the
+    rule valid (the bound is what is simulated, not the rule's exact rate)."""
+    errors = family_errors({k: v for k, v in outcomes.items() if k.startswith("task")})
+    for name, avg in outcomes.items():
+        if name.startswith("average"):
+            first_stop = np.min([m.n for m in _members(outcomes, name)], axis=0)
+            errors = errors | (np.isin(avg.verdicts, DECIDED) & (avg.n <= first_stop))
+    return errors
+
+
+def samples_used(outcomes: dict[str, Outcome], through_tasks: bool) -> np.ndarray:
+    """(sims,) samples drawn over the task cells: each task to its own stop (through tasks), or to
+    the later of its own and its length's average's stop (held)."""
+    total = np.zeros(len(next(iter(outcomes.values())).n))
+    for name, avg in outcomes.items():
+        if name.startswith("average"):
+            for m in _members(outcomes, name):
+                total += m.n if through_tasks else np.maximum(m.n, avg.n)
+    return total
+
+
 # -- binomial intervals -----------------------------------------------------------------------------
 
 

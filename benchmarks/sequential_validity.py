@@ -30,7 +30,10 @@ without-replacement sequence).
   fixed 500-sample bootstrap's power on the same pools.
 - family: a suite of tasks x lengths plus its average per length (6 x 2 + 2 = 14 cells), every
   cell at alpha / 14 (Bonferroni, as harness.pipeline.sequential_cells.Comparison does), all null:
-  how often any cell reaches a false verdict; and the same cells at alpha each, uncorrected.
+  how often any cell reaches a false verdict, with averages held (a task drawn while its average is
+  open) and drawn through their tasks (the default; the rate shown is that of an event containing
+  every false decision of the rule, sequential_sim.through_task_errors), with the mean samples a
+  task cell drew; and the same cells at alpha each, uncorrected.
 
 Rates come with their binomial 95% interval (Clopper-Pearson; Wilson where scipy is missing): "ok"
 means the interval's low end is at or below alpha, "ABOVE" that the whole interval lies above it.
@@ -331,7 +334,7 @@ def family_rows(joints: dict[str, Joint], s: Settings, rng: np.random.Generator)
             f"family: {FAMILY_TASKS} tasks ({', '.join(j.name for j in tasks)}) x {FAMILY_LENGTHS} lengths + "
             f"{FAMILY_LENGTHS} averages, all null; a false decision in any cell; family alpha {s.alpha:g}"
         ),
-        f"{'cells':<12}{'rule':<48}{'family false-decision rate':<32}{'worst cell':>10}",
+        f"{'cells':<12}{'rule':<72}{'family false-decision rate':<32}{'worst cell':>10}{'n a task':>10}",
     ]
     for finite, label in ((False, "generator"), (True, "dataset")):
         cells = sim.family_values([j.pairs for j in tasks], FAMILY_LENGTHS, s.sims, s.pool, rng, finite)
@@ -343,10 +346,15 @@ def family_rows(joints: dict[str, Joint], s: Settings, rng: np.random.Generator)
         choices += [("no correction (alpha a cell), no margin", s.alpha, None)] if not finite else []
         for rule, level, margin in choices:
             outcomes = sim.family_outcomes(cells, level, s.round_size, margin, finite)
-            errors = sim.family_errors(outcomes)
             worst = max(o.rate(*sim.DECIDED) for o in outcomes.values()) / s.sims
             check = s.alpha if level == per_cell else None
-            rows.append(f"{label:<12}{rule:<48}{_rate(int(errors.sum()), s.sims, check):<32}{worst:>10.2%}")
+            for held in (True, False) if check else (True,):
+                errors = sim.family_errors(outcomes) if held else sim.through_task_errors(outcomes)
+                used = sim.samples_used(outcomes, through_tasks=not held).mean() / (len(tasks) * FAMILY_LENGTHS)
+                name = f"{rule}, {'averages held' if held else 'through tasks (bound)'}"
+                rows.append(
+                    f"{label:<12}{name:<72}{_rate(int(errors.sum()), s.sims, check):<32}{worst:>10.2%}{used:>10.0f}"
+                )
     return rows
 
 

@@ -55,6 +55,14 @@ def add_sequential_options(g) -> None:
         metavar="N",
         help="stop a cell undecided after N samples (default: its pool, the samples a plain run takes)",
     )
+    g.add_argument(
+        "--hold-averages",
+        action="store_true",
+        default=None,
+        help="keep every task at a length drawn until its suite average is decided (more samples; can decide "
+        "an average whose tasks are each undecided after some of them are). Default: a decided task stops, "
+        "and the average is read from its tasks' intervals",
+    )
 
 
 def sequential_rule(args: argparse.Namespace):
@@ -70,6 +78,7 @@ def sequential_rule(args: argparse.Namespace):
             ("--equivalence-margin", args.equivalence_margin),
             ("--round-size", args.round_size),
             ("--max-samples", args.max_samples),
+            ("--hold-averages", getattr(args, "hold_averages", None)),
         )
         if value is not None
     }
@@ -103,4 +112,5 @@ def sequential_rule(args: argparse.Namespace):
         round_size=DEFAULT_ROUND if args.round_size is None else args.round_size,
         max_samples=args.max_samples,
         seed=args.seed,
+        hold_averages=bool(getattr(args, "hold_averages", None)),
     )

@@ -424,6 +424,9 @@ class Sequential(Strict):
     width: NonNegative | None = None
     round_size: Positive
     max_samples: Positive | None = None
+    # how a suite average is drawn and read (docs/sequential.md): "through tasks" (its own sequence on
+    # the samples every task drew, intersected with its tasks' mean) or "held" (it keeps its tasks drawn)
+    averages: Literal["through tasks", "held"] | None = None
     rounds: Count
     samples: SequentialSamples
     # task (or "average") -> length -> cell

@@ -17,8 +17,14 @@ one for a generator's samples (RULER: the question is about the models, and each
 draw), the without-replacement one over a dataset's items (LongBench: the question is about that
 dataset, and its sequence closes on the dataset's mean). The pool bounds how many samples a cell may
 draw (the samples a plain run takes there). A round draws `round_size` more
-samples for every open cell; a task whose length's average is open keeps being drawn too, because
-the average needs every task's sample.
+samples for every open cell. An average is drawn through its tasks: its own sequence sees the
+samples every one of its tasks drew, so it runs until the first of them stops, and its interval is
+that sequence's intersected with the one its tasks' intervals give (their mean: on the event that
+every task's sequence covers its mean, which the Bonferroni family already pays for, the mean of the
+bounds covers the mean of the means). A decided task is then never drawn for its average's sake.
+With `hold_averages` (the earlier rule) a task whose length's average is open keeps being drawn, and
+the average's interval is its own sequence's alone: more samples, and it can decide an average whose
+tasks are each undecided after their tasks decide.
 """
 
 from __future__ import annotations
@@ -44,6 +50,9 @@ class Rule:
     round_size: int = 25
     max_samples: int | None = None
     seed: int = 42
+    # True: a task is drawn while its length's suite average is open (the average's own sequence
+    # alone decides it); False: averages are drawn through their tasks and also read from them
+    hold_averages: bool = False
 
     @property
     def paired(self) -> bool:
@@ -68,6 +77,8 @@ class Cell:
     seq: BettingSequence | None = None
     verdict: str | None = None
     stop: str | None = None  # why no more samples are drawn for it
+    # an average read from its tasks: its interval when it stopped (its tasks' go on narrowing)
+    final: tuple[float, float] | None = None
 
     @property
     def is_average(self) -> bool:
@@ -111,7 +122,7 @@ class Comparison:
         for cell in self.cells.values():
             if cell.order:
                 cell.seq = BettingSequence(self.alpha_cell, pool=len(cell.order) if cell.finite else None)
-            else:
+            elif not self._through_tasks(cell):  # an average read from its tasks needs none
                 cell.stop = "no shared samples"
 
     # -- rounds --------------------------------------------------------------------------------
@@ -123,6 +134,8 @@ class Comparison:
         grew = False
         for cell in self.cells.values():
             if cell.stop is not None:
+                continue
+            if self._through_tasks(cell):  # drawn by its tasks; closed in _decide once they all stop
                 continue
             limit = len(cell.order) if cap is None else min(len(cell.order), cap)
             if cell.requested >= limit:
@@ -147,7 +160,11 @@ class Comparison:
         """Give each cell's sequence the values of its drawn samples, in draw order, up to the first
         one not scored yet; then decide."""
         for cell in self.cells.values():
+            if self._through_tasks(cell) and cell.stop is None:
+                cell.requested = self._drawn_by_every_task(cell)
             if cell.seq is None:
+                if self._through_tasks(cell) and cell.stop is None:
+                    self._decide(cell)
                 continue
             values = []
             for i in cell.order[cell.fed : cell.requested]:
@@ -168,9 +185,24 @@ class Comparison:
         got = [units.get((t, cell.length), {}).get(i) for t in cell.members]
         return None if any(v is None for v in got) else float(np.mean(got))
 
+    def _through_tasks(self, cell: Cell) -> bool:
+        """An average drawn through its tasks (not holding them in the pool)."""
+        return cell.is_average and not self.rule.hold_averages
+
+    def _drawn_by_every_task(self, cell: Cell) -> int:
+        """How many of the average's indices, in its draw order, every one of its tasks has drawn."""
+        drawn = [set(m.order[: m.requested]) for m in self._members(cell)]
+        k = 0
+        while k < len(cell.order) and all(cell.order[k] in d for d in drawn):
+            k += 1
+        return k
+
+    def _members(self, cell: Cell) -> list[Cell]:
+        return [self.cells[("task", t, cell.length)] for t in cell.members]
+
     def _decide(self, cell: Cell) -> None:
-        assert cell.seq is not None
-        if cell.fed == 0:
+        through = self._through_tasks(cell)
+        if (cell.fed == 0 and not through) or (through and cell.stop is not None):
             return
         low, high = self.interval(cell)
         if self.rule.paired:
@@ -179,12 +211,29 @@ class Comparison:
             cell.verdict = "within width"
         if cell.verdict is not None and cell.stop is None:
             cell.stop = "decided"
-        if cell.stop is None and cell.fed >= len(cell.order):
+        if cell.stop is None and through and all(m.stop is not None for m in self._members(cell)):
+            cell.stop = "tasks stopped"
+        if through and cell.stop is not None:
+            cell.final = (low, high)
+        if cell.stop is None and not through and cell.fed >= len(cell.order):
             cell.stop = "pool used up"
 
     def interval(self, cell: Cell) -> tuple[float, float]:
-        """The cell's sequence in points: the mean difference (paired) or the mean score (one run)."""
-        assert cell.seq is not None
+        """The cell's interval in points: the mean difference (paired) or the mean score (one run).
+        An average drawn through its tasks: its own sequence's intersected with its tasks' mean."""
+        if cell.final is not None:
+            return cell.final
+        low, high = self._sequence_interval(cell)
+        if self._through_tasks(cell):
+            bounds = [self._sequence_interval(m) for m in self._members(cell)]
+            low = max(low, float(np.mean([b[0] for b in bounds])))
+            high = min(high, float(np.mean([b[1] for b in bounds])))
+        return low, high
+
+    def _sequence_interval(self, cell: Cell) -> tuple[float, float]:
+        """The cell's own sequence in points; the whole range before it has seen a sample."""
+        if cell.seq is None or cell.fed == 0:
+            return (-100.0, 100.0) if self.rule.paired else (0.0, 100.0)
         low, high = cell.seq.bounds()
         if self.rule.paired:
             lo, hi = to_points(low, high)
@@ -192,6 +241,9 @@ class Comparison:
         return 100.0 * low, 100.0 * high
 
     def estimate(self, cell: Cell) -> float | None:
+        if self._through_tasks(cell):  # the mean of its tasks' estimates, as its interval is read
+            got = [self.estimate(m) for m in self._members(cell)]
+            return None if any(g is None for g in got) else float(np.mean(got))  # type: ignore[arg-type]
         if cell.seq is None or cell.fed == 0:
             return None
         m = float(cell.seq.mean())
@@ -239,7 +291,9 @@ class Comparison:
         # "average:<suite>" -- every average entry names its suite and tasks
         avg_suites = {c.task for c in self.cells.values() if c.is_average}
         for c in self.cells.values():
-            low, high = self.interval(c) if c.seq is not None and c.fed else (None, None)
+            read = self._through_tasks(c) and all(m.fed for m in self._members(c))
+            shown = (c.seq is not None and c.fed) or read
+            low, high = self.interval(c) if shown else (None, None)
             used = len(c.order[: c.requested]) if c.is_average else len(sel.get(c.task, {}).get(c.length, []))
             key = c.task if not c.is_average else AVERAGE if len(avg_suites) == 1 else f"{AVERAGE}:{c.task}"
             entry: dict[str, Any] = {
@@ -267,6 +321,7 @@ class Comparison:
             "width": self.rule.width,
             "round_size": self.rule.round_size,
             "max_samples": self.rule.max_samples,
+            "averages": "held" if self.rule.hold_averages else "through tasks",
             "rounds": self.rounds,
             "order": "one seeded shuffle of each length's sample indices, shared by every task and both runs",
             "samples": {"used": drawn, "fixed": fixed},

@@ -108,7 +108,7 @@ def test_the_family_simulation_decides_as_the_comparison_class(joints, margin, f
     batched = {key: sim.ours(v, per_cell, ROUND, margin, finite=finite) for key, v in cells.items()}
     for row in range(sims):
         comp = Comparison(
-            Rule(alpha=ALPHA, margin=margin, round_size=ROUND),
+            Rule(alpha=ALPHA, margin=margin, round_size=ROUND, hold_averages=True),
             {(t, L): pool for t in tasks for L in lengths},
             {"s": tasks},
             finite={(t, L) for t in tasks for L in lengths} if finite else None,
@@ -178,6 +178,46 @@ def test_the_family_rate_stays_at_alpha_with_bonferroni(joints):
     assert low <= ALPHA
     uncorrected = sim.family_errors(sim.family_outcomes(cells, ALPHA, ROUND, None, False))
     assert uncorrected.sum() > corrected.sum()
+    outcomes = sim.family_outcomes(cells, cell_alpha(ALPHA, len(cells)), ROUND, None, False)
+    through = sim.through_task_errors(outcomes)
+    low, _, _ = sim.binomial_interval(int(through.sum()), len(through))
+    assert low <= ALPHA
+    # averages drawn through their tasks never draw more than held ones
+    assert (sim.samples_used(outcomes, True) <= sim.samples_used(outcomes, False)).all()
+
+
+@pytest.mark.parametrize("margin", [None, 5.0])
+def test_the_through_task_bound_contains_every_false_decision_of_the_rule(joints, margin):
+    """The default rule (averages drawn through their tasks) run by Comparison on simulated null
+    suites at a loose alpha, so that false decisions happen: every row where it reaches a false
+    verdict anywhere is a row of sequential_sim.through_task_errors' event, and that event is not
+    empty (the check can fail)."""
+    rng = np.random.default_rng(8)
+    alpha, tasks, lengths, pool, sims = 0.45, ["t0", "t1", "t2"], [1024, 2048], 100, 40
+    pairs = [_pick(joints, "graded").pairs, _pick(joints, "binary").pairs, _pick(joints, "graded").pairs]
+    cells = sim.family_values(pairs, len(lengths), sims, pool, rng, finite=False)
+    names = {f"task{k}@L{j}": (t, L) for j, L in enumerate(lengths) for k, t in enumerate(tasks)}
+    names.update({f"average@L{j}": ("s", L) for j, L in enumerate(lengths)})
+    per_cell = cell_alpha(alpha, len(cells))
+    bound = sim.through_task_errors({n: sim.ours(v, per_cell, ROUND, margin, finite=False) for n, v in cells.items()})
+    made = []
+    for row in range(sims):
+        comp = Comparison(
+            Rule(alpha=alpha, margin=margin, round_size=ROUND),
+            {(t, L): pool for t in tasks for L in lengths},
+            {"s": tasks},
+        )
+        units = {}
+        for j, L in enumerate(lengths):
+            order = draw_order(range(pool), L, 42)
+            for k, t in enumerate(tasks):
+                units[(t, L)] = {order[i]: float(cells[f"task{k}@L{j}"][row, i]) for i in range(pool)}
+        while comp.next_round() is not None:
+            comp.feed(units)
+        made.append(any(c.verdict in sim.DECIDED for c in comp.cells.values()))
+    made = np.array(made)
+    assert bound.any() and made.any() and not bound.all()
+    assert not (made & ~bound).any(), "a false decision of the rule outside the simulated bound"
 
 
 # -- intervals, the joints file, the command --------------------------------------------------------------

@@ -39,8 +39,8 @@ def test_tasks_at_a_length_draw_the_same_samples_and_stop_when_decided():
     Sequential.model_validate(rec)  # the block follows results.json's schema
 
 
-def test_an_open_average_keeps_its_decided_tasks_drawn():
-    rule = Rule(alpha=0.05, margin=None, round_size=20)
+def test_a_held_average_keeps_its_decided_tasks_drawn():
+    rule = Rule(alpha=0.05, margin=None, round_size=20, hold_averages=True)
     pools = {("a", L): 100, ("b", L): 100}
     for finite in (set(), set(pools)):  # a generator's draws (i.i.d.), a dataset's items (its whole pool)
         comp = Comparison(rule, pools, {"s": ["a", "b"]}, finite=finite)
@@ -57,6 +57,44 @@ def test_an_open_average_keeps_its_decided_tasks_drawn():
         else:  # the models' difference is still only known to the sequence's width
             lo, hi = avg["interval"]
             assert lo < 0 < hi and avg["form"] == "i.i.d."
+
+
+def test_an_average_read_from_its_tasks_lets_them_stop():
+    """The default rule: task a decided better, task b worse, the average (exactly 0) never decided;
+    neither task is drawn past its own decision, and the average ends when both have stopped, its
+    interval the mean of theirs (intersected with its own sequence's, which stopped with them)."""
+    pools = {("a", L): 100, ("b", L): 100}
+    comp = Comparison(Rule(alpha=0.05, margin=None, round_size=20), pools, {"s": ["a", "b"]})
+    _run(comp, lambda t, i: 1.0 if t == "a" else 0.0)
+    rec = comp.record()
+    cells = rec["cells"]
+    a, b, avg = cells["a"][str(L)], cells["b"][str(L)], cells["average"][str(L)]
+    assert a["verdict"] == "better" and b["verdict"] == "worse" and a["n"] == b["n"] < 100
+    assert avg["verdict"] == "undecided" and avg["stopped"] == "tasks stopped" and avg["n"] == a["n"]
+    mean_low, mean_high = (a["interval"][0] + b["interval"][0]) / 2, (a["interval"][1] + b["interval"][1]) / 2
+    assert avg["interval"][0] >= mean_low - 1e-3 and avg["interval"][1] <= mean_high + 1e-3
+    assert avg["interval"][0] < 0 < avg["interval"][1]
+    assert rec["averages"] == "through tasks" and rec["samples"]["used"] == 2 * a["n"]
+    Sequential.model_validate(rec)
+
+
+def test_an_average_decides_before_its_tasks_on_its_own_sequence():
+    """Same-signed gains that alternate between the tasks: each task's d is +1 or -1/2 by turns (a
+    noisy +1/4), the average's always +1/4, so the average's own sequence decides it first."""
+    comp = Comparison(Rule(alpha=0.05, margin=None, round_size=10), {("a", L): 300, ("b", L): 300}, {"s": ["a", "b"]})
+    order = draw_order(range(300), L, 42)
+    rank = {i: k for k, i in enumerate(order)}
+    comp.next_round()
+    while True:
+        sel = comp.selection()
+        comp.feed(
+            {(t, L): {i: (1.0 if (rank[i] + (t == "b")) % 2 == 0 else 0.25) for i in sel[t][L]} for t in ("a", "b")}
+        )
+        avg = comp.cells[("average", "s", L)]
+        if avg.stop is not None or comp.next_round() is None:
+            break
+    assert avg.verdict == "better" and avg.stop == "decided" and avg.requested < 100
+    assert comp.cells[("task", "a", L)].stop is None and comp.cells[("task", "b", L)].stop is None
 
 
 def test_equivalence_stops_a_cell_whose_runs_never_differ():

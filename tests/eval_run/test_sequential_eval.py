@@ -74,6 +74,7 @@ def test_paired_rounds_evaluate_both_arms_on_the_same_samples(arms, tmp_path, ca
         assert cell["n"] % 5 == 0 or cell["n"] == POOL  # whole rounds
     assert seq["samples"]["used"] == sum(cells[t]["1024"]["n"] for t in ("toy_digits", "toy_words"))
     assert seq["samples"]["fixed"] == 2 * POOL
+    assert seq["averages"] == "through tasks"  # the default: a decided task is not drawn for the average
     # the table says the verdicts, and results.json's scores are of the drawn samples only
     block = res["suites"]["toy"]["samples"]["toy_digits"]["1024"]
     assert len(block["index"]) == cells["toy_digits"]["1024"]["n"]
@@ -90,6 +91,12 @@ def test_same_command_resumes_and_a_later_fixed_run_reuses_every_sample(arms, tm
     again = json.loads((a / "results.json").read_text())["sequential"]
     assert (len(_records(a)), len(_records(b))) == (n_a, n_b)
     assert again["cells"] == first["cells"] and again["rounds"] == first["rounds"]
+    # the other rule for averages, on the same store: what it records says so (and draws no fewer)
+    assert _eval(a_spec, a, *args, "--hold-averages") == 0
+    held = json.loads((a / "results.json").read_text())["sequential"]
+    assert held["averages"] == "held" and first["averages"] == "through tasks"
+    assert held["samples"]["used"] >= first["samples"]["used"]
+    n_a, n_b = len(_records(a)), len(_records(b))
     assert _eval(a_spec, a) == 0  # the fixed protocol on the same --out: only the rest is computed
     assert len(_records(a)) == 2 * 2 * POOL  # 2 tasks x 2 checkpoints x POOL, none twice
     keys = [(r["task"], r["checkpoint"]["step"], r["index"]) for r in _records(a)]
@@ -131,6 +138,7 @@ def test_until_width_sizes_one_run(ckpt_series, tmp_path):
     "extra, message",
     [
         (["--alpha", "0.05"], "--alpha belongs to a sequential evaluation"),
+        (["--hold-averages"], "--hold-averages belongs to a sequential evaluation"),
         (["--against", "NOWHERE", "--alpha", "0"], "--alpha 0.0: pass a level between 0 and 0.5"),
         (["--against", "NOWHERE", "--alpha", "nan"], "--alpha: nan is not a finite number"),
         (["--against", "NOWHERE", "--equivalence-margin", "-1"], "--equivalence-margin -1.0"),
