@@ -19,7 +19,8 @@ sets; a row whose prompt plus the 16384 tokens to generate does not fit it, in t
 tokens (BOS included; under --chat the template's tokens come out of the budget first), is left
 out, and the count of rows kept is the task's sample count (metadata["row"] names the released
 row). lm-eval would send such a row and let its backend cut the prompt from the left. A model whose
-budget is not above 16384 cannot run the set (the planner says so).
+budget is not above 16384 cannot run the set at that budget (the planner says so); --max-new-tokens N
+(lm-eval's `--gen_kwargs max_gen_toks=N`) keeps the rows whose prompt plus N fit instead.
 
 The headline is lm-eval's group: `f1` averaged over the samples of both sets (weight_by_size),
 beside each set's own (GPT-5's card gives the 128k set per problem type: the tasks' own scores).
@@ -31,6 +32,7 @@ min(16384, L // 4) new tokens; last-line F1.
 
 from __future__ import annotations
 
+import hashlib
 from typing import ClassVar
 
 from harness.core.errors import TaskUnavailable, UserError
@@ -70,8 +72,19 @@ class GraphWalksReleased(GraphWalksTask):
     def check_available(self) -> None:
         data.rows(self.released_set)
 
+    def set_answer_budget(self, tokens: int) -> None:
+        """The run's tokens to generate (--max-new-tokens) in place of the reference's 16384: a row is
+        kept when its prompt plus these fit the budget, so a lowered budget keeps the rows it has room
+        for (lm-eval's `--gen_kwargs max_gen_toks=N` sends them all). Called by the planner before
+        any other use; the instance's value shadows the class's."""
+        self.__dict__["max_new_tokens"] = tokens
+
     def dataset_hash(self) -> str:
-        return data.set_hash(self.released_set)
+        base = data.set_hash(self.released_set)
+        if self.max_new_tokens == MAX_GEN_TOKS:
+            return base
+        # the answer budget decides which rows a length keeps: samples (and their cache) differ by it
+        return hashlib.sha256(f"{base}:{self.max_new_tokens}".encode()).hexdigest()[:16]
 
     def num_samples_available(self, length: int) -> int | None:
         return len(data.rows_of(self.released_set, self.problem_type))
@@ -86,7 +99,8 @@ class GraphWalksReleased(GraphWalksTask):
         if not kept:
             raise TaskUnavailable(
                 f"{self.name}: none of the {SET_LABELS[self.released_set]} set's {self.problem_type} rows fits "
-                f"{length} tokens with {self.max_new_tokens} to generate: a longer length (a model with a longer context, or --max-length)"
+                f"{length} tokens with {self.max_new_tokens} to generate: a longer length (a model with a longer context, "
+                "or --max-length) or fewer tokens to generate (--max-new-tokens)"
             )
         return kept
 
@@ -106,6 +120,8 @@ class GraphWalksReleased(GraphWalksTask):
             "prompt_chars": row.prompt_chars,
             "parse": "flexible" if self.flexible else "last line",
         }
+        if self.max_new_tokens != MAX_GEN_TOKS:  # as harness.pipeline.reasoning.apply_options records it
+            meta["max_new_tokens_default"] = MAX_GEN_TOKS
         return Sample(
             task=self.name,
             version=self.version,

@@ -136,6 +136,21 @@ def test_released_rows_strict_and_flexible(long_llama_dir, tmp_path, scripted, m
     assert {r["metadata"]["set"] for r in recs} == {"128k"} and all(r["num_tokens"] <= PROMPT_ROOM for r in recs)
 
 
+def test_max_new_tokens_lets_a_short_context_run_the_released_rows(long_llama_dir, tmp_path, scripted, monkeypatch):
+    """Below 16384 the reference's budget leaves no prompt (one line); --max-new-tokens N keeps the rows
+    whose prompt plus N fit, each generated with N (lm-eval's --gen_kwargs max_gen_toks=N)."""
+    from harness.models.tokenization import load_tokenizer
+
+    monkeypatch.setenv(data.ENV_VAR, str(FIXTURES))
+    args = ["--suite", "graphwalks", "--backend", "scripted-gw", "--max-length", str(PROMPT_ROOM + 64)]
+    assert _eval(long_llama_dir, tmp_path / "own", *args) == 2 and not scripted.seen
+    assert _eval(long_llama_dir, tmp_path / "low", *args, "--max-new-tokens", "64") == 0
+    tok = load_tokenizer(str(long_llama_dir))
+    kept = [r.prompt for k in data.PROBLEM_TYPES for r in _kept("128k", k, tok)]
+    assert sorted(r.prompt for r in scripted.seen) == sorted(kept) and len(kept) == 7
+    assert {r.max_new_tokens for r in scripted.seen} == {64}
+
+
 def test_missing_data_is_one_line_naming_the_flag(long_llama_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.delenv(data.ENV_VAR, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -155,7 +170,8 @@ def test_tiny_llama_runs_both_protocols(long_llama_dir, tmp_path, monkeypatch):
     args = ["--suite", "graphwalks", "--samples", "1", "--max-length", str(GEN + 800), "--max-new-tokens", "3"]
     assert _eval(long_llama_dir, out, *args) == 0
     recs = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()[1:]]
-    assert {r["task"] for r in recs} == {"graphwalks_128k_bfs", "graphwalks_128k_parents"}
+    # 3 tokens to generate leave room for the 1M set's fixture rows too (16384 would not)
+    assert {r["task"] for r in recs} == {f"graphwalks_{s}_{k}" for s in ("128k", "1m") for k in data.PROBLEM_TYPES}
     assert all(0.0 <= r["score"] <= 1.0 and r["metadata"]["max_new_tokens_default"] == GEN for r in recs)
 
     out = tmp_path / "exact"

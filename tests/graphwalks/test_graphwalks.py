@@ -147,6 +147,31 @@ def test_rows_kept_are_those_that_fit(fixture_data, bpe_tokenizer):
         task.num_samples_with_tokenizer(length - 1, bpe_tokenizer)
 
 
+def test_a_lowered_answer_budget_keeps_the_rows_it_has_room_for(fixture_data, bpe_tokenizer):
+    """--max-new-tokens N (the planner's set_answer_budget): rows whose prompt plus N fit are kept, as
+    lm-eval's --gen_kwargs max_gen_toks=N sends them; the samples and their hash say so."""
+    task = get_task("graphwalks_128k_bfs")
+    rows = data.rows_of("128k", "bfs")
+    length = max(len(bpe_tokenizer(r.prompt)["input_ids"]) for r in rows) + 64
+    with pytest.raises(
+        TaskUnavailable, match=r"with 16384 to generate: .*fewer tokens to generate \(--max-new-tokens\)"
+    ):
+        task.num_samples_with_tokenizer(length, bpe_tokenizer)
+    released = task.dataset_hash()
+    task.set_answer_budget(64)
+    assert task.num_samples_with_tokenizer(length, bpe_tokenizer) == len(rows)
+    s = task.sample(length, 0, 0, bpe_tokenizer)
+    assert (s.max_new_tokens, s.metadata["max_new_tokens_default"]) == (64, 16384)
+    assert s.dataset_hash == task.dataset_hash() != released  # other rows kept: another sample cache
+    assert task.num_samples_with_tokenizer(length - 1, bpe_tokenizer) == len(rows) - 1  # the longest no longer fits
+    assert get_task("graphwalks_128k_bfs").max_new_tokens == 16384  # the class keeps the reference's
+    task.set_answer_budget(16384)
+    assert (
+        task.dataset_hash() == released
+        and "max_new_tokens_default" not in task.sample(2 * 16384, 0, 0, bpe_tokenizer).metadata
+    )
+
+
 def test_prefix_count_agrees_with_a_whole_count(bpe_tokenizer):
     counter = counter_for(bpe_tokenizer)
     text = "\n".join(f"{i:010x} -> {i * 7:010x}" for i in range(3000))
