@@ -52,8 +52,6 @@ import contextlib
 import io
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -62,7 +60,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.append(str(ROOT / "benchmarks"))  # parity_kit.py beside this script, imported by name
 
-from longbench_v2_realmodel_parity import server_ids  # vLLM's /tokenize of chat messages
 from parity_kit import (  # after the sys.path lines above
     BenchError,
     RecordingProxy,
@@ -73,10 +70,13 @@ from parity_kit import (  # after the sys.path lines above
     checkout_commit,
     exit_code,
     fmt,
+    harness_eval,
     importable,
     load_file,
     log,
     paired_interval,
+    sample_records,
+    server_ids,
     short,
     write_json,
 )
@@ -230,20 +230,15 @@ def run_reference(args, data_dir: Path, rows: list[dict], proxy: RecordingProxy)
 # Our side: harness eval --backend openai in a subprocess
 
 
-def harness_eval(args, data_dir: Path, url: str, run: Path, max_new_tokens: int | None) -> tuple[int, str]:
+def our_eval(args, data_dir: Path, url: str, run: Path, max_new_tokens: int | None) -> tuple[int, str, float]:
+    """One harness eval run into `run`, its output in run.log beside it: (status, command, wall)."""
     model = str(Path(args.model).resolve())
-    shutil.rmtree(run, ignore_errors=True)
-    cmd = [sys.executable, "-m", "harness", "eval", "--backend", "openai", "--base-url", url, "--model", model]
-    cmd += ["--tokenizer", model, "--suite", "graphwalks", "--chat", "--graphwalks-data", str(data_dir)]
+    flags = ["--backend", "openai", "--base-url", url, "--model", model, "--tokenizer", model]
+    flags += ["--suite", "graphwalks", "--chat", "--graphwalks-data", str(data_dir)]
     if max_new_tokens is not None:
-        cmd += ["--max-new-tokens", str(max_new_tokens)]
-    cmd += ["--out", str(run), "--cache-dir", "none", "--no-progress", "--concurrency", str(args.concurrency)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(args.threads)}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
-    log("ours: " + " ".join(cmd[2:]))
-    with open(run.parent / f"{run.name}.log", "w") as f:
-        rc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT, check=False).returncode
-    return rc, " ".join(cmd[2:])
+        flags += ["--max-new-tokens", str(max_new_tokens)]
+    flags += ["--cache-dir", "none", "--no-progress", "--concurrency", str(args.concurrency)]
+    return harness_eval(flags, run, run.parent / f"{run.name}.log", threads=args.threads)
 
 
 def run_ours(args, data_dir: Path, rows: list[dict], proxy: RecordingProxy, out: Path) -> dict:
@@ -251,29 +246,25 @@ def run_ours(args, data_dir: Path, rows: list[dict], proxy: RecordingProxy, out:
     from tasks.graphwalks.grading import f1
 
     proxy.side = "ours"
-    t0 = time.perf_counter()
-    rc, command = harness_eval(args, data_dir, proxy.url, out / "ours-run", args.max_gen_toks)
-    wall = round(time.perf_counter() - t0, 1)
+    rc, command, wall = our_eval(args, data_dir, proxy.url, out / "ours-run", args.max_gen_toks)
     if rc != 0:
         raise BenchError(f"harness eval exited {rc}; see {out / 'ours-run.log'}")
     recs = {}
-    for line in (out / "ours-run" / "samples.jsonl").read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
-        if r.get("type") == "sample":
-            m = r["metadata"]
-            recs[m["row"]] = {
-                "prediction": r["prediction"],
-                "f1": float(r["score"]),
-                "flexible_f1": f1(r["prediction"], list(rows[m["row"]]["answer_nodes"]), flexible=True),
-                "num_tokens": r["num_tokens"],
-                "task": r["task"],
-            }
+    for r in sample_records(out / "ours-run"):
+        m = r["metadata"]
+        recs[m["row"]] = {
+            "prediction": r["prediction"],
+            "f1": float(r["score"]),
+            "flexible_f1": f1(r["prediction"], list(rows[m["row"]]["answer_nodes"]), flexible=True),
+            "num_tokens": r["num_tokens"],
+            "task": r["task"],
+        }
     results = json.loads((out / "ours-run" / "results.json").read_text(encoding="utf-8"))
     block = results["suites"]["graphwalks"]
     own = {}
     if args.own_budget_rows:
         proxy.side = "ours-own-budget"
-        rc_own, command_own = harness_eval(args, data_dir, proxy.url, out / "ours-own-budget", None)
+        rc_own, command_own, _ = our_eval(args, data_dir, proxy.url, out / "ours-own-budget", None)
         said = (out / "ours-own-budget.log").read_text(encoding="utf-8").strip().splitlines()
         own = {"rc": rc_own, "command": command_own, "said": [x for x in said if x.startswith("error:")][:1]}
     proxy.side = ""

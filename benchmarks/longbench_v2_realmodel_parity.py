@@ -54,14 +54,10 @@ import json
 import os
 import random
 import runpy
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
 import types
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,6 +78,8 @@ from parity_kit import (  # after the sys.path lines above
     load_file,
     log,
     paired_interval,
+    served_eval,
+    server_ids,
     short,
     stand_in,
     write_json,
@@ -97,17 +95,6 @@ GROUPS = ("Overall", "Easy", "Hard", "Short", "Medium", "Long")  # result.py's c
 
 # ---------------------------------------------------------------------------------------------
 # The server's own token ids (the server, the proxy and the interval: benchmarks/parity_kit.py)
-
-
-def server_ids(base: str, model: str, messages: list[dict]) -> list[int] | None:
-    """The ids the server feeds for these chat messages: vLLM's /tokenize (its chat template)."""
-    body = json.dumps({"model": model, "messages": messages, "add_generation_prompt": True}).encode()
-    req = urllib.request.Request(base + "/tokenize", data=body, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=600) as r:
-            return json.loads(r.read())["tokens"]
-    except OSError:
-        return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,34 +264,21 @@ def result_py(ref: Path, lines: list[dict]) -> dict[str, float]:
 
 def run_ours(args, data_dir: Path, url: str, out: Path) -> dict:
     model = str(Path(args.model).resolve())
-    run = out / "ours-run"
-    shutil.rmtree(run, ignore_errors=True)
     suite = "longbench-v2" + ({"0shot": "", "cot": "-cot", "nocontext": "-nocontext"}[args.variant])
-    cmd = [sys.executable, "-m", "harness", "eval", "--backend", "openai", "--base-url", url, "--model", model]
-    cmd += ["--tokenizer", model, "--suite", suite, "--chat", "--longbench-v2-data", str(data_dir)]
-    cmd += ["--out", str(run), "--cache-dir", "none", "--no-progress", "--concurrency", str(args.concurrency)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(args.threads)}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
-    log("ours: " + " ".join(cmd[2:]))
-    t0 = time.perf_counter()
-    with open(out / "ours-eval.log", "w") as f:
-        rc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT, check=False).returncode
-    if rc != 0:
-        raise BenchError(f"harness eval exited {rc}; see {out / 'ours-eval.log'}")
+    flags = ["--suite", suite, "--chat", "--longbench-v2-data", str(data_dir)]
+    run = served_eval(url, model, flags, out, threads=args.threads, concurrency=args.concurrency)
     recs = {}
-    for line in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
-        if r.get("type") == "sample":
-            m = r["metadata"]
-            recs[m["_id"]] = {
-                "prediction": r["prediction"],
-                "score": r["score"],
-                "task": r["task"],
-                "truncated": bool(m.get("truncation", {}).get("truncated")),
-                "prompt_cap": m.get("truncation", {}).get("max_length"),
-                "reasoning": m.get("reasoning") or m.get("cot"),
-            }
-    return {"records": recs, "command": " ".join(cmd[2:]), "wall_s": round(time.perf_counter() - t0, 1)}
+    for r in run["samples"]:
+        m = r["metadata"]
+        recs[m["_id"]] = {
+            "prediction": r["prediction"],
+            "score": r["score"],
+            "task": r["task"],
+            "truncated": bool(m.get("truncation", {}).get("truncated")),
+            "prompt_cap": m.get("truncation", {}).get("max_length"),
+            "reasoning": m.get("reasoning") or m.get("cot"),
+        }
+    return {"records": recs, "command": run["command"], "wall_s": run["wall_s"]}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -58,13 +58,10 @@ import contextlib
 import io
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
 import types
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,6 +82,8 @@ from parity_kit import (  # after the sys.path lines above
     load_file,
     log,
     paired_interval,
+    served_eval,
+    server_ids,
     short,
     stand_in,
     write_json,
@@ -167,36 +166,19 @@ def run_reference(args, data_dir: Path, rows: dict[int, list[dict]], count) -> d
 
 def run_ours(args, data_dir: Path, url: str, out: Path, tiktoken_site: Path, cache: Path) -> dict:
     model = str(Path(args.model).resolve())
-    run = out / "ours-run"
-    shutil.rmtree(run, ignore_errors=True)
-    cmd = [sys.executable, "-m", "harness", "eval", "--backend", "openai", "--base-url", url, "--model", model]
-    cmd += ["--tokenizer", model, "--suite", "mrcr", "--chat", "--mrcr-data", str(data_dir)]
-    cmd += ["--out", str(run), "--cache-dir", "none", "--no-progress", "--concurrency", str(args.concurrency)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(args.threads)}
-    env.update(TIKTOKEN_CACHE_DIR=str(cache), HARNESS_CACHE=str(out / "harness-cache"))
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(tiktoken_site)])
-    log("ours: " + " ".join(cmd[2:]))
-    t0 = time.perf_counter()
-    with open(out / "ours-eval.log", "w") as f:
-        rc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT, check=False).returncode
-    if rc != 0:
-        raise BenchError(f"harness eval exited {rc}; see {out / 'ours-eval.log'}")
+    env = {"TIKTOKEN_CACHE_DIR": str(cache), "HARNESS_CACHE": str(out / "harness-cache")}
+    flags = ["--suite", "mrcr", "--chat", "--mrcr-data", str(data_dir)]
+    run = served_eval(url, model, flags, out, threads=args.threads, concurrency=args.concurrency,
+                      pythonpath=(str(tiktoken_site),), env=env)  # fmt: skip
     recs = {}
-    for line in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
-        if r.get("type") == "sample":
-            m = r["metadata"]
-            recs[f"{m['n_needles']}:{m['row']}"] = {
-                "prediction": r["prediction"], "score": float(r["score"]), "length": r["length"],
-                "bin_tokens": m["bin_tokens"], "bin_items": m["bin_items"], "too_long": m["too_long"],
-            }  # fmt: skip
-    said = [x for x in (out / "ours-eval.log").read_text().splitlines() if "do not fit" in x]
-    return {
-        "records": recs,
-        "left_out": said,
-        "command": " ".join(cmd[2:]),
-        "wall_s": round(time.perf_counter() - t0, 1),
-    }
+    for r in run["samples"]:
+        m = r["metadata"]
+        recs[f"{m['n_needles']}:{m['row']}"] = {
+            "prediction": r["prediction"], "score": float(r["score"]), "length": r["length"],
+            "bin_tokens": m["bin_tokens"], "bin_items": m["bin_items"], "too_long": m["too_long"],
+        }  # fmt: skip
+    said = [x for x in run["said"] if "do not fit" in x]
+    return {"records": recs, "left_out": said, "command": run["command"], "wall_s": run["wall_s"]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,19 +192,6 @@ def item_key(messages: list[dict] | None, prefixes: dict[str, str]) -> str | Non
     last = messages[-1].get("content") or ""
     hits = [k for k, p in prefixes.items() if f"Prepend {p} " in last]
     return hits[0] if len(hits) == 1 else None
-
-
-def server_ids(base: str, model: str, messages: list[dict] | None) -> list[int] | None:
-    """The ids vLLM feeds for these messages (its /tokenize: the chat template it applies)."""
-    if not messages:
-        return None
-    body = json.dumps({"model": model, "messages": messages, "add_generation_prompt": True}).encode()
-    req = urllib.request.Request(base + "/tokenize", data=body, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=600) as r:
-            return json.loads(r.read())["tokens"]
-    except OSError:
-        return None
 
 
 def per_item(rows: dict[int, list[dict]], ref: dict, ours: dict, records: list[dict]) -> list[dict]:

@@ -47,7 +47,6 @@ import json
 import os
 import runpy
 import shutil
-import subprocess
 import sys
 import time
 import types
@@ -70,6 +69,7 @@ from parity_kit import (  # the shared server, proxy and interval
     fmt,
     log,
     paired_interval,
+    served_eval,
     short,
     write_json,
 )
@@ -250,30 +250,15 @@ def run_reference(args, data_dir: Path, url: str, work: Path, lengths: list[int]
 
 def run_ours(args, data_dir: Path, url: str, out: Path, lengths: list[int]) -> dict:
     model = str(Path(args.model).resolve())
-    run = out / "ours-run"
-    shutil.rmtree(run, ignore_errors=True)
-    cmd = [sys.executable, "-m", "harness", "eval", "--backend", "openai", "--base-url", url, "--model", model]
-    cmd += ["--tokenizer", model, "--tasks", "nolima,nolima_direct", "--chat", "--nolima-data", str(data_dir)]
     spec = ",".join(OUR_LENGTH.get(L, str(L)) for L in lengths)
-    cmd += ["--lengths", spec, "--out", str(run), "--cache-dir", "none", "--no-progress"]
-    cmd += ["--concurrency", str(args.concurrency)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(args.threads)}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
-    log("ours: " + " ".join(cmd[2:]))
-    t0 = time.perf_counter()
-    with open(out / "ours-eval.log", "w") as f:
-        rc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT, check=False).returncode
-    if rc != 0:
-        raise BenchError(f"harness eval exited {rc}; see {out / 'ours-eval.log'}")
+    flags = ["--tasks", "nolima,nolima_direct", "--chat", "--nolima-data", str(data_dir), "--lengths", spec]
+    run = served_eval(url, model, flags, out, threads=args.threads, concurrency=args.concurrency)
     cells = {}
-    for line in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
-        if r.get("type") != "sample":
-            continue
+    for r in run["samples"]:
         m = r["metadata"]
         key = (r["task"], m.get("haystack_tokens", r["length"]), m["test"], m["book"], depth_no(m["depth"]))
         cells[key] = {"prediction": r["prediction"], "score": int(r["score"]), "gold": m.get("character")}
-    return {"cells": cells, "command": " ".join(cmd[2:]), "wall_s": round(time.perf_counter() - t0, 1)}
+    return {"cells": cells, "command": run["command"], "wall_s": run["wall_s"]}
 
 
 # ---------------------------------------------------------------------------------------------

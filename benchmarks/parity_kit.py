@@ -15,8 +15,10 @@ write, a server that does not stop, a proxy that drops a header) lands in every 
     sides count with (`tokenizer_folder`);
   - the served side of the real-model scripts: their common flags and cached result
     (`add_served_arguments`, `cached_result`), `vllm serve` (`VLLMServer`), an HTTP proxy that
-    records what each side sent (`RecordingProxy`, `chat_records`), and the paired interval of the
-    score difference (`paired_interval`);
+    records what each side sent (`RecordingProxy`, `chat_records`), the server's own token ids
+    (`server_ids`), our side's `harness eval` run and its stored records (`harness_eval`,
+    `served_eval`, `sample_records`), and the paired interval of the score difference
+    (`paired_interval`);
   - the side-by-side tables' cells (`sha`, `short`, `fmt`).
 
 It is imported by name, as the scripts beside it import each other: each script puts benchmarks/
@@ -36,6 +38,7 @@ import importlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -351,6 +354,75 @@ def _forwarding_handler(proxy: RecordingProxy) -> type[http.server.BaseHTTPReque
             self._forward("POST")
 
     return Handler
+
+
+def harness_eval(
+    flags: list[str],
+    run: Path,
+    logfile: Path,
+    *,
+    threads: int,
+    pythonpath: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> tuple[int, str, float]:
+    """`python -m harness eval FLAGS --out RUN` from the repository root, RUN emptied first and the
+    output into LOGFILE: (exit status, the command as the report prints it, wall seconds). Offline,
+    OMP_NUM_THREADS=threads, PYTHONPATH = the repository, then `pythonpath`, then the caller's."""
+    shutil.rmtree(run, ignore_errors=True)
+    cmd = [sys.executable, "-m", "harness", "eval", *flags, "--out", str(run)]
+    full = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(threads), **(env or {})}
+    full["PYTHONPATH"] = os.pathsep.join([str(ROOT), *pythonpath] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    command = " ".join(cmd[2:])
+    log("ours: " + command)
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    with open(logfile, "w") as f:
+        rc = subprocess.run(cmd, cwd=ROOT, env=full, stdout=f, stderr=subprocess.STDOUT, check=False).returncode
+    return rc, command, round(time.perf_counter() - t0, 1)
+
+
+def served_eval(
+    url: str,
+    model: str,
+    flags: list[str],
+    out: Path,
+    *,
+    threads: int,
+    concurrency: int,
+    pythonpath: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> dict:
+    """Our side of a served run: `harness eval --backend openai` at URL (the proxy) with MODEL's own
+    tokenizer, no sample cache, into out/ours-run, its output in out/ours-eval.log. A failed run is a
+    BenchError naming the log. Returns the stored sample records, the log's lines, command and wall."""
+    flags = ["--backend", "openai", "--base-url", url, "--model", model, "--tokenizer", model, *flags]
+    flags += ["--cache-dir", "none", "--no-progress", "--concurrency", str(concurrency)]
+    logfile = out / "ours-eval.log"
+    rc, command, wall = harness_eval(flags, out / "ours-run", logfile, threads=threads, pythonpath=pythonpath, env=env)
+    if rc != 0:
+        raise BenchError(f"harness eval exited {rc}; see {logfile}")
+    said = logfile.read_text(encoding="utf-8", errors="replace").splitlines()
+    return {"samples": sample_records(out / "ours-run"), "said": said, "command": command, "wall_s": wall}
+
+
+def sample_records(run: Path) -> list[dict]:
+    """A run folder's per-sample records (samples.jsonl's "sample" lines), in stored order."""
+    lines = (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    return [r for r in map(json.loads, lines) if r.get("type") == "sample"]
+
+
+def server_ids(base: str, model: str, messages: list[dict] | None) -> list[int] | None:
+    """The ids the server feeds for these chat messages: vLLM's /tokenize (the chat template it
+    applies). None without messages or when the server does not answer."""
+    if not messages:
+        return None
+    body = json.dumps({"model": model, "messages": messages, "add_generation_prompt": True}).encode()
+    req = urllib.request.Request(base + "/tokenize", data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=600) as r:
+            return json.loads(r.read())["tokens"]
+    except OSError:
+        return None
 
 
 def chat_records(records: list[dict], side: str) -> list[dict]:

@@ -94,3 +94,59 @@ def test_the_tests_tokenizer_unless_one_is_given():
     finally:
         shutil.rmtree(first)
         shutil.rmtree(second)
+
+
+def test_sample_records_keep_the_sample_lines_in_order(tmp_path):
+    lines = [{"type": "header", "v": 1}, {"type": "sample", "i": 2}, {"type": "cell"}, {"type": "sample", "i": 0}]
+    (tmp_path / "samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert kit.sample_records(tmp_path) == [{"type": "sample", "i": 2}, {"type": "sample", "i": 0}]
+
+
+def test_server_ids_ask_the_servers_tokenize(monkeypatch):
+    import http.server
+    import threading
+
+    seen = []
+
+    class Tokenize(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            seen.append((self.path, json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+            body = json.dumps({"tokens": [5, 6, 7], "count": 3}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Tokenize)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    msgs = [{"role": "user", "content": "hi"}]
+    try:
+        assert kit.server_ids(base, "m", msgs) == [5, 6, 7]
+        assert seen == [("/tokenize", {"model": "m", "messages": msgs, "add_generation_prompt": True})]
+        assert kit.server_ids(base, "m", None) is None and kit.server_ids(base, "m", []) is None and len(seen) == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert kit.server_ids(base, "m", msgs) is None  # nothing listens there now
+
+
+def test_our_served_eval_fails_in_one_line_naming_its_log(tmp_path):
+    run = tmp_path / "ours-run"
+    run.mkdir()
+    (run / "stale.txt").write_text("from an earlier run")
+    url = f"http://127.0.0.1:{kit.free_port()}/v1"
+    with pytest.raises(kit.BenchError, match=r"harness eval exited 2; see .*ours-eval\.log"):
+        kit.served_eval(url, "m", ["--suite", "no-such-suite"], tmp_path, threads=1, concurrency=1)
+    assert not (run / "stale.txt").exists()  # the run folder is emptied first
+    said = (tmp_path / "ours-eval.log").read_text()
+    assert said.startswith("error: ") and said.count("error:") == 1  # (no server answers at url)
+
+
+def test_harness_eval_reports_status_command_and_wall(tmp_path):
+    rc, command, wall = kit.harness_eval(["--help"], tmp_path / "run", tmp_path / "logs" / "eval.log", threads=1)
+    assert rc == 0 and command == f"harness eval --help --out {tmp_path / 'run'}" and wall > 0
+    assert "--ckpts" in (tmp_path / "logs" / "eval.log").read_text()
