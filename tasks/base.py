@@ -113,6 +113,12 @@ class Task:
             raise UserError(f"--protocol {name!r}: {self.name} offers {', '.join(self.protocols)}; pass one of those")
         self._protocol = name
 
+    def set_answer_budget(self, tokens: int) -> None:
+        """The run's tokens to generate (--max-new-tokens, or the task's own), told by the planner
+        before any sample is built. A task's prompts do not depend on it (the runner applies it),
+        unless the task keeps the released rows whose prompt plus the answer fit: those are
+        BudgetFittedRows, which keep the rows this budget has room for."""
+
     def task_lengths(self, requested: list[int] | None, context: int, max_length: int | None) -> list[int]:
         """The lengths (record `length` values) this task runs at. `requested`: the parsed --lengths,
         None when none were given; `context`: the tightest model context; `max_length`: --max-length.
@@ -189,3 +195,31 @@ class Task:
         the loop builds their samples with tasks.generate and calls runner.generate + score.
         """
         raise NotImplementedError
+
+
+class BudgetFittedRows(Task):
+    """A task of released rows kept when their prompt plus max_new_tokens fit the length (GraphWalks,
+    MRCR, AA-LCR). The run's budget replaces the task's own before any row is chosen: a lowered
+    budget keeps the rows it has room for (fitted against the task's own, a short context ran none
+    while generating a few tokens), and a raised one never keeps a prompt its answer cannot follow.
+    The rows then depend on the budget: the dataset hash carries it (budget_hash), and each sample
+    records the task's own budget as harness.pipeline.reasoning.apply_options does (budget_meta)."""
+
+    def set_answer_budget(self, tokens: int) -> None:
+        self.__dict__["max_new_tokens"] = tokens  # the instance's value shadows the class's
+
+    def own_budget(self) -> int:
+        return type(self).max_new_tokens
+
+    def budget_meta(self) -> dict[str, int]:
+        """The task's own budget, in a sample's metadata, when the run set another."""
+        return {} if self.max_new_tokens == self.own_budget() else {"max_new_tokens_default": self.own_budget()}
+
+    def budget_hash(self, base: str) -> str:
+        """`base` (the data's hash) as it is at the task's own budget; with another, a new hash: the
+        rows a length keeps, and so the samples and their cache, differ by it."""
+        import hashlib
+
+        if self.max_new_tokens == self.own_budget():
+            return base
+        return hashlib.sha256(f"{base}:{self.max_new_tokens}".encode()).hexdigest()[:16]

@@ -121,9 +121,8 @@ def _scope(cfg: EvalConfig) -> _Scope:
     options = check_options(cfg)
     sources = _checked_sources(cfg)
     label, full, tasks, unavailable = _resolve_tasks(cfg)
-    for task in tasks:  # a released set whose rows are kept by prompt + answer (GraphWalks): the run's answer
-        if hasattr(task, "set_answer_budget"):
-            task.set_answer_budget(options.tokens_for(task.name, task.max_new_tokens))
+    for task in tasks:  # a released set whose rows are kept by prompt + answer keeps those the run's budget fits
+        task.set_answer_budget(options.tokens_for(task.name, task.max_new_tokens))
     # Torch-free where exact (a run with nothing left to compute never imports transformers); a
     # chat template needs the transformers tokenizer
     sources, tokenizer = first_tokenizer(sources, cfg.ckpts, light=not cfg.chat_template)

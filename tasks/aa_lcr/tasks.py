@@ -39,7 +39,7 @@ from harness.models import judge as J
 from harness.models.tokenization import count_tokens
 from tasks.aa_lcr import data, grading
 from tasks.aa_lcr.prompts import SOURCE, judge_prompt
-from tasks.base import Sample, Task
+from tasks.base import BudgetFittedRows, Sample
 from tasks.graphwalks.fitting import fitting_rows
 from tasks.registry import Headline, register_suite, register_task
 from tasks.ruler.fitting import counter_for
@@ -51,7 +51,7 @@ JUDGE_MAX_TOKENS = 2048  # ours: NeMo-Skills sends none; the reply asked for is 
 
 
 @register_task
-class AALCR(Task):
+class AALCR(BudgetFittedRows):
     """AA-LCR: the released questions over their document sets, judged CORRECT or INCORRECT."""
 
     name = "aa_lcr"
@@ -76,7 +76,7 @@ class AALCR(Task):
         self.judge()
 
     def dataset_hash(self) -> str:
-        return data.items_hash()
+        return self.budget_hash(data.items_hash())
 
     def num_samples_available(self, length: int) -> int | None:
         return len(data.load_items())
@@ -118,6 +118,7 @@ class AALCR(Task):
             "input_tokens": item.input_tokens,  # the released cl100k_base count
             "questions": total,
             "too_long": total - len(items),
+            **self.budget_meta(),
         }
         return Sample(
             task=self.name,

@@ -32,12 +32,11 @@ min(16384, L // 4) new tokens; last-line F1.
 
 from __future__ import annotations
 
-import hashlib
 from typing import ClassVar
 
 from harness.core.errors import TaskUnavailable, UserError
 from harness.models.tokenization import count_tokens
-from tasks.base import Sample, Task
+from tasks.base import BudgetFittedRows, Sample, Task
 from tasks.graphwalks import data
 from tasks.graphwalks.fitting import fitting_rows, maximal_fit
 from tasks.graphwalks.grading import f1
@@ -61,7 +60,7 @@ class GraphWalksTask(Task):
         return f1(prediction, sample.references, flexible=self.flexible)
 
 
-class GraphWalksReleased(GraphWalksTask):
+class GraphWalksReleased(BudgetFittedRows, GraphWalksTask):
     """One released set's rows of one problem type."""
 
     protocols: ClassVar[tuple[str, ...]] = ("reference",)
@@ -72,19 +71,10 @@ class GraphWalksReleased(GraphWalksTask):
     def check_available(self) -> None:
         data.rows(self.released_set)
 
-    def set_answer_budget(self, tokens: int) -> None:
-        """The run's tokens to generate (--max-new-tokens) in place of the reference's 16384: a row is
-        kept when its prompt plus these fit the budget, so a lowered budget keeps the rows it has room
-        for (lm-eval's `--gen_kwargs max_gen_toks=N` sends them all). Called by the planner before
-        any other use; the instance's value shadows the class's."""
-        self.__dict__["max_new_tokens"] = tokens
-
+    # (a lowered --max-new-tokens keeps the rows it has room for; lm-eval's `--gen_kwargs
+    # max_gen_toks=N` sends them all, and the server cuts the answers at the window)
     def dataset_hash(self) -> str:
-        base = data.set_hash(self.released_set)
-        if self.max_new_tokens == MAX_GEN_TOKS:
-            return base
-        # the answer budget decides which rows a length keeps: samples (and their cache) differ by it
-        return hashlib.sha256(f"{base}:{self.max_new_tokens}".encode()).hexdigest()[:16]
+        return self.budget_hash(data.set_hash(self.released_set))
 
     def num_samples_available(self, length: int) -> int | None:
         return len(data.rows_of(self.released_set, self.problem_type))
@@ -119,9 +109,8 @@ class GraphWalksReleased(GraphWalksTask):
             "row": row.row,
             "prompt_chars": row.prompt_chars,
             "parse": "flexible" if self.flexible else "last line",
+            **self.budget_meta(),
         }
-        if self.max_new_tokens != MAX_GEN_TOKS:  # as harness.pipeline.reasoning.apply_options records it
-            meta["max_new_tokens_default"] = MAX_GEN_TOKS
         return Sample(
             task=self.name,
             version=self.version,

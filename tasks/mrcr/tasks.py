@@ -43,7 +43,7 @@ from typing import ClassVar
 
 from harness.core.errors import TaskUnavailable, UserError
 from harness.core.lengths import format_length
-from tasks.base import Sample, Task
+from tasks.base import BudgetFittedRows, Sample
 from tasks.mrcr import bins, data
 from tasks.mrcr.counts import cached_counts
 from tasks.mrcr.grading import grade
@@ -74,7 +74,7 @@ def bin_tokens(needles: int) -> tuple[int, ...]:
     return _BIN_TOKENS[key]
 
 
-class MRCRTask(Task):
+class MRCRTask(BudgetFittedRows):
     kind = "generate"
     version: ClassVar[str] = "1"
     family: ClassVar[str] = "mrcr"
@@ -214,6 +214,7 @@ class MRCRTask(Task):
             "too_long": total - len(rows),
             "window": self.window,
             "protocol": self.protocol,
+            **self.budget_meta(),
         }
         if self.protocol == "reference":  # the input is the conversation's turns (harness.pipeline.reasoning)
             meta["conversation"] = True

@@ -94,6 +94,23 @@ def test_suite_end_to_end_grades_before_the_judge(llama_8k, scripted, tmp_path, 
     assert block["headline"]["groups"]["AA-LCR"]["per_length"]["6000"]["mean"] == pytest.approx(50.0)
 
 
+def test_the_runs_budget_decides_which_questions_fit(llama_8k, scripted, tmp_path, capsys):
+    """Questions are kept by prompt + the run's tokens to generate (--max-new-tokens), not our 4096:
+    at 2000 tokens none fits with 4096 to generate, all but the long set with 64 (and the answer cut
+    at 64 is still graded before the judge). The budget is in the samples' dataset hash."""
+    with JudgeServer(lambda prompt: "CORRECT", name="judge-a") as server:
+        assert _eval(llama_8k, tmp_path / "own", server, "--max-length", "2000") == 2
+        assert "--max-length 2000 leaves no prompt for aa_lcr, which generates up to 4096" in capsys.readouterr().err
+        assert _eval(llama_8k, tmp_path / "low", server, "--max-length", "2000", "--max-new-tokens", "64") == 0
+        assert "1 of 5 questions do not fit 2000 tokens with 64 to generate" in capsys.readouterr().err
+        assert len(server.requests) == 2
+    assert len(scripted.seen) == 4 and {r.max_new_tokens for r in scripted.seen} == {64}
+    recs = {r["metadata"]["question_id"]: r for r in _records(tmp_path / "low")}
+    assert {q: r["score"] for q, r in recs.items()} == {"1": 1.0, "2": 0.0, "3": 0.0, "4": 1.0}
+    assert all(r["num_tokens"] + 64 <= 2000 and r["metadata"]["max_new_tokens_default"] == 4096 for r in recs.values())
+    assert {r["dataset_hash"] for r in recs.values()} != {data.items_hash()}
+
+
 def test_another_judge_computes_new_records(llama_8k, scripted, tmp_path):
     out = tmp_path / "run"
     with JudgeServer(lambda prompt: "CORRECT", name="judge-a") as a:

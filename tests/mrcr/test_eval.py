@@ -18,17 +18,17 @@ def _records(out):
 
 def test_reference_protocol_end_to_end(tiny_chat_llama, mrcr_data, stand_in_counter, tmp_path, capsys):
     out = tmp_path / "ref"
-    args = ["--suite", "mrcr", "--chat", "--mrcr-data", str(mrcr_data), "--max-new-tokens", "4", "--max-length", "4700"]
+    args = ["--suite", "mrcr", "--chat", "--mrcr-data", str(mrcr_data), "--max-new-tokens", "4", "--max-length", "608"]
     assert _eval(tiny_chat_llama, out, *args) == 0
     captured = capsys.readouterr()
-    assert "items do not fit the 4700-token window" in captured.err
+    assert "items do not fit the 608-token window (prompt + 4 to generate" in captured.err
     assert "counting o200k_base tokens of 8 2needle.parquet" in captured.err
     recs = _records(out)
     assert {r["task"] for r in recs} == {"mrcr_2needle", "mrcr_4needle"}  # no 8-needle item fits 4700
     for r in recs:
         meta = r["metadata"]
         assert r["length"] == 8192 and meta["bin"] == "[4096, 8192]" and meta["protocol"] == "reference"
-        assert r["num_tokens"] + 4096 <= 4700 and 0.0 <= r["score"] <= 1.0
+        assert r["num_tokens"] + 4 <= 608 and 0.0 <= r["score"] <= 1.0 and meta["max_new_tokens_default"] == 4096
         assert meta["bin_items"] - meta["too_long"] == sum(1 for x in recs if x["task"] == r["task"])
     assert any(r["metadata"]["too_long"] for r in recs)
     results = json.loads((out / "results.json").read_text())
@@ -37,10 +37,27 @@ def test_reference_protocol_end_to_end(tiny_chat_llama, mrcr_data, stand_in_coun
     assert set(suite["headline"]["groups"]) == {"2 needles", "4 needles", "8 needles"}
     # a task none of whose items fits: listed as unavailable, with the count
     assert suite["unavailable"] == {
-        "mrcr_8needle": "none of the 4 items of 8 needles, bin [4096, 8192] fits the 4700-token window with 4096 "
+        "mrcr_8needle": "none of the 4 items of 8 needles, bin [4096, 8192] fits the 608-token window with 4 "
         "to generate: a longer context or --max-length reaches it"
     }
     assert suite["evaluated"] == ["mrcr_2needle", "mrcr_4needle"] and suite["lengths"] == [8192]
+
+
+def test_the_runs_budget_decides_which_items_fit(tiny_chat_llama, mrcr_data, stand_in_counter, tmp_path, capsys):
+    """Items are kept by prompt + the run's tokens to generate (--max-new-tokens), not the card's
+    4096: a window of 4700 holds every fixture item with 4 to generate (with 4096, only the prompts
+    of 604 tokens or fewer, while 4 were generated). The kept rows are the samples' data, so the
+    budget is in their dataset hash."""
+    common = ["--suite", "mrcr", "--chat", "--mrcr-data", str(mrcr_data), "--max-length", "4700"]
+    assert _eval(tiny_chat_llama, tmp_path / "low", *common, "--max-new-tokens", "4") == 0
+    assert "do not fit" not in capsys.readouterr().err
+    recs = _records(tmp_path / "low")
+    assert {r["task"] for r in recs} == {"mrcr_2needle", "mrcr_4needle", "mrcr_8needle"}
+    assert all(r["metadata"]["too_long"] == 0 and r["num_tokens"] + 4 <= 4700 for r in recs)
+    assert max(r["num_tokens"] for r in recs) > 4700 - 4096  # an item the card's budget would leave out
+    assert _eval(tiny_chat_llama, tmp_path / "low5", *common, "--max-new-tokens", "5", "--tasks", "mrcr_2needle") == 0
+    hashes = {r["dataset_hash"] for r in recs if r["task"] == "mrcr_2needle"}
+    assert len(hashes) == 1 and hashes.isdisjoint(r["dataset_hash"] for r in _records(tmp_path / "low5"))
 
 
 def test_completion_protocol_for_a_base_checkpoint(tiny_llama_dir, mrcr_data, stand_in_counter, tmp_path):
