@@ -75,6 +75,7 @@ from parity_kit import (
     add_served_arguments,
     cached_result,
     chat_records,
+    check_model_folder,
     checkout_commit,
     exit_code,
     fmt,
@@ -462,8 +463,7 @@ def run(args) -> int:
         raise BenchError(
             f"{nemo} is not a NeMo-Skills checkout (no nemo_skills/inference/model/vllm.py): pass --nemo-skills DIR"
         )
-    if not (Path(args.model) / "config.json").is_file():
-        raise BenchError(f"{args.model} is not a transformers model folder (no config.json): pass --model DIR")
+    check_model_folder(args.model)
     if args.ref_site:
         sys.path.append(str(Path(args.ref_site).resolve()))
     os.environ.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")

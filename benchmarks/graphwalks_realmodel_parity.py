@@ -67,6 +67,7 @@ from parity_kit import (  # after the sys.path lines above
     add_served_arguments,
     cached_result,
     chat_records,
+    check_model_folder,
     checkout_commit,
     exit_code,
     fmt,
@@ -536,8 +537,7 @@ def run(args) -> int:
     checkout = Path(args.reference).resolve()
     if not (checkout / TASK_DIR / "utils.py").is_file():
         raise BenchError(f"{checkout} is not an lm-evaluation-harness checkout (no {TASK_DIR}/utils.py)")
-    if not (Path(args.model) / "config.json").is_file():
-        raise BenchError(f"{args.model} is not a transformers model folder (no config.json): pass --model DIR")
+    check_model_folder(args.model)
     if args.ref_site:
         sys.path.append(str(Path(args.ref_site).resolve()))
     os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")

@@ -69,6 +69,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from parity_kit import (  # after the sys.path lines above
     BenchError,
+    check_model_folder,
     checkout_commit,
     exit_code,
     log,
@@ -461,8 +462,7 @@ def run(args) -> int:
     unknown = [t for t in tasks if t not in DATASETS]
     if unknown:
         raise BenchError(f"unknown task(s) {', '.join(unknown)}: choose from {', '.join(DATASETS)}")
-    if not (Path(args.model) / "config.json").is_file():
-        raise BenchError(f"{args.model} is not a transformers model folder (no config.json): pass --model DIR")
+    check_model_folder(args.model)
     if args.max_model_len < 1024 or (args.samples is not None and args.samples < 1):
         raise BenchError("--max-model-len must be at least 1024 and --samples at least 1")
     data = Path(args.data).resolve()

@@ -71,6 +71,7 @@ from parity_kit import (  # after the sys.path lines above
     add_served_arguments,
     cached_result,
     chat_records,
+    check_model_folder,
     checkout_commit,
     exit_code,
     fmt,
@@ -497,8 +498,7 @@ def run(args) -> int:
     ref = Path(args.reference).resolve()
     if not (ref / "pred.py").is_file() or not (ref / "result.py").is_file():
         raise BenchError(f"{ref} is not a THUDM/LongBench checkout (no pred.py/result.py at its top level)")
-    if not (Path(args.model) / "config.json").is_file():
-        raise BenchError(f"{args.model} is not a transformers model folder (no config.json): pass --model DIR")
+    check_model_folder(args.model)
     if args.ref_site:
         sys.path.append(str(Path(args.ref_site).resolve()))
     os.environ["HF_HUB_OFFLINE"] = "1"

@@ -76,6 +76,7 @@ from parity_kit import (  # after the sys.path lines above
     add_served_arguments,
     cached_result,
     chat_records,
+    check_model_folder,
     checkout_commit,
     exit_code,
     fmt,
@@ -420,8 +421,7 @@ def check_inputs(args) -> Path:
         raise BenchError(
             f"{skills} is not an NVIDIA-NeMo/Skills checkout (no nemo_skills/evaluation/evaluator/mrcr.py)"
         )
-    if not (Path(args.model) / "config.json").is_file():
-        raise BenchError(f"{args.model} is not a transformers model folder (no config.json): pass --model DIR")
+    check_model_folder(args.model)
     if not args.ref_site or not (Path(args.ref_site) / "openai").is_dir():
         raise BenchError(
             "the card's client is the openai package: pass --ref-site DIR (pip install --target DIR openai tiktoken quicktok-v1)"

@@ -65,6 +65,7 @@ from parity_kit import (  # the shared server, proxy and interval
     add_served_arguments,
     cached_result,
     chat_records,
+    check_model_folder,
     exit_code,
     fmt,
     log,
@@ -418,8 +419,7 @@ def run(args) -> int:
     checkout = Path(args.reference).resolve()
     if not (checkout / "evaluation" / "run_tests.py").is_file():
         raise BenchError(f"{checkout} is not a NoLiMa checkout (no evaluation/run_tests.py): pass --reference DIR")
-    if not (Path(args.model) / "config.json").is_file():
-        raise BenchError(f"{args.model} is not a transformers model folder (no config.json): pass --model DIR")
+    check_model_folder(args.model)
     if args.ref_site:
         sys.path.append(str(Path(args.ref_site).resolve()))
     os.environ["HF_HUB_OFFLINE"] = "1"

@@ -13,9 +13,10 @@ write, a server that does not stop, a proxy that drops a header) lands in every 
     (`load_file`), stand-ins for the modules it imports that are no part of what is compared
     (`stand_in`, `importable`, `CountingEncoding` for tiktoken), and the tests' tokenizer both
     sides count with (`tokenizer_folder`);
-  - the served side of the real-model scripts: their common flags and cached result
-    (`add_served_arguments`, `cached_result`), `vllm serve` (`VLLMServer`), an HTTP proxy that
-    records what each side sent (`RecordingProxy`, `chat_records`), the server's own token ids
+  - the served side of the real-model scripts: their common flags, model folder and cached result
+    (`add_served_arguments`, `check_model_folder`, `cached_result`), `vllm serve` (`VLLMServer`), an
+    HTTP proxy that records what each side sent (`RecordingProxy`, `chat_records`), the server's own
+    token ids
     (`server_ids`), our side's `harness eval` run and its stored records (`harness_eval`,
     `served_eval`, `sample_records`), and the paired interval of the score difference
     (`paired_interval`);
@@ -140,6 +141,12 @@ def tokenizer_folder(given: str | None, prefix: str) -> str:
     from harness.models.embedded import build_tokenizer
 
     return str(build_tokenizer(tempfile.mkdtemp(prefix=prefix)))
+
+
+def check_model_folder(given: str) -> None:
+    """--model names a transformers folder (the one the server serves and our side reads): one line if not."""
+    if not (Path(given) / "config.json").is_file():
+        raise BenchError(f"{given} is not a transformers model folder (no config.json): pass --model DIR")
 
 
 def checkout_commit(ref: Path, fallback: str = "unknown (not a git checkout)") -> str:

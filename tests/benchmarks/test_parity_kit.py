@@ -150,3 +150,12 @@ def test_harness_eval_reports_status_command_and_wall(tmp_path):
     rc, command, wall = kit.harness_eval(["--help"], tmp_path / "run", tmp_path / "logs" / "eval.log", threads=1)
     assert rc == 0 and command == f"harness eval --help --out {tmp_path / 'run'}" and wall > 0
     assert "--ckpts" in (tmp_path / "logs" / "eval.log").read_text()
+
+
+def test_the_model_folder_is_checked_in_one_line(tmp_path):
+    with pytest.raises(
+        kit.BenchError, match=r"is not a transformers model folder \(no config.json\): pass --model DIR"
+    ):
+        kit.check_model_folder(str(tmp_path))
+    (tmp_path / "config.json").write_text("{}")
+    kit.check_model_folder(str(tmp_path))
